@@ -1,0 +1,30 @@
+# The two commands a newcomer needs: `make demo` and `make test`.
+# Both create the virtual environment they need from the requirement files.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+REQS   := requirements.txt requirements-test.txt
+STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
+
+.PHONY: demo test venv clean
+
+demo: $(STAMP)
+	$(PY) -m imds_simulator demo
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+venv: $(STAMP)
+
+$(STAMP):
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed (ansible-core 2.19)"' \
+	  || { echo "make: $(PYTHON) is older than Python 3.11; set PYTHON=/path/to/python3.11"; exit 1; }
+	rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet $(addprefix -r ,$(REQS))
+	touch $@
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis
