@@ -462,6 +462,7 @@ class Engine:
 
     def serve(self, name: str, api_version: str, at: datetime) -> Served:
         """A GET of the scheduled-events document by VM `name` at `at`."""
+        at = max(at, self.now)  # the engine's time never goes backwards (wall clocks can)
         self.advance_to(at)
         state = self.vms[name.lower()]
         kind, until = self.condition(name, at)
@@ -493,6 +494,7 @@ class Engine:
 
     def approve(self, name: str, body: Any, at: datetime) -> Dict[str, Any]:
         """A POST of StartRequests by VM `name`; raises ApprovalError for a 400."""
+        at = max(at, self.now)
         self.advance_to(at)
         state = self.vms[name.lower()]
         entry: Dict[str, Any] = {"at": iso_utc(at), "vm": state.vm.name, "event_ids": [],

@@ -106,7 +106,22 @@ def build_fleet(spec: FleetSpec) -> Fleet:
                  fault_domains=spec.fault_domains, update_domains=spec.update_domains)
 
 
+def _check_types(spec: FleetSpec) -> None:
+    for name, value in vars(spec).items():
+        if name in ("vms", "fault_domains", "update_domains"):
+            ok = isinstance(value, int) and not isinstance(value, bool)
+            wanted = "a whole number"
+        elif name == "names":
+            ok = isinstance(value, list) and all(isinstance(n, str) for n in value)
+            wanted = "a list of VM names"
+        else:
+            ok, wanted = isinstance(value, str), "text"
+        if not ok:
+            raise FleetError(f"fleet field {name} must be {wanted}, not {value!r}.")
+
+
 def _check_spec(spec: FleetSpec) -> None:
+    _check_types(spec)
     if spec.kind not in KINDS:
         raise FleetError(f"fleet kind {spec.kind!r} is not one of {', '.join(KINDS)}.")
     if spec.scope not in SCOPES:

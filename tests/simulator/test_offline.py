@@ -1,0 +1,128 @@
+"""Offline mode: histories in the documented observation schema, fast enough for big datasets."""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from imds_simulator import scenario as sc
+from imds_simulator.engine import Engine, EngineOptions
+from imds_simulator.fleet import FleetError, FleetSpec, build_fleet, load_fleet_spec
+from imds_simulator.offline import GenerateOptions, generate
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((REPO / "docs" / "observation.schema.json").read_text())
+T0 = datetime(2026, 1, 5, tzinfo=timezone.utc)
+
+
+def history(name: str, days: float, poll: float, approve: str = "none", seed: int = 2, **fleet: object) -> list:
+    engine = Engine(build_fleet(FleetSpec(**fleet)), sc.load(name), T0, seed=seed,  # type: ignore[arg-type]
+                    options=EngineOptions(record_served=False))
+    out = io.StringIO()
+    generate(engine, GenerateOptions(days=days, poll_interval_s=poll, approve=approve), out, seed=seed)
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_every_line_matches_the_documented_schema() -> None:
+    lines = history("fleet-mix", days=2, poll=60, approve="user")
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    for line in lines:
+        validator.validate(line)
+    assert any(line.get("record") == "approval" for line in lines)
+    assert any(line["events"] for line in lines if "record" not in line)
+
+
+def test_each_vm_polls_at_its_own_phase_and_interval() -> None:
+    lines = history("platform-maintenance", days=0.5, poll=30)
+    by_host: dict = {}
+    for line in lines:
+        by_host.setdefault(line["host"], []).append(datetime.fromisoformat(line["observed_at"].replace("Z", "+00:00")))
+    assert len(by_host) == 6
+    phases = {times[0] for times in by_host.values()}
+    assert len(phases) == 6  # not synchronised
+    for times in by_host.values():
+        steps = {round((b - a).total_seconds()) for a, b in zip(times, times[1:])}
+        # 30 s, or a multiple of it across a reboot when the VM could not answer
+        assert steps and all(step % 30 == 0 for step in steps)
+    assert len(lines) < 6 * 0.5 * 86400 / 30 + 6
+
+
+def test_rebooting_vms_leave_a_gap_and_observations_carry_the_vm() -> None:
+    lines = history("platform-maintenance", days=0.2, poll=1)
+    vm0 = [l for l in lines if l["host"] == "avset-web-vm0"]
+    assert vm0[0]["vm"] == {"name": "avset-web-vm0", "resource_id": vm0[0]["vm"]["resource_id"],
+                            "vm_scale_set_name": "", "fault_domain": 0, "update_domain": 0, "zone": "",
+                            "location": "westeurope"}
+    times = [datetime.fromisoformat(l["observed_at"].replace("Z", "+00:00")) for l in vm0]
+    longest = max((b - a).total_seconds() for a, b in zip(times, times[1:]))
+    assert 6 <= longest <= 9  # the 7 s reboot impact, polled every second
+
+
+def test_approval_policy_all_starts_events_at_first_sight() -> None:
+    lines = history("platform-maintenance", days=0.3, poll=10, approve="all")
+    approvals = [l for l in lines if l.get("record") == "approval"]
+    assert len(approvals) == 3
+    for record in approvals:
+        (event_id,) = record["event_ids"]
+        assert record["results"] == {event_id: "started"}
+        started = [l for l in lines if "record" not in l and any(
+            e["EventId"] == event_id and e["EventStatus"] == "Started" for e in l["events"])]
+        first_started = min(l["observed_at"] for l in started)
+        assert first_started >= record["observed_at"]
+
+
+def test_cli_generate_writes_gzip(tmp_path: Path) -> None:
+    out = tmp_path / "h.jsonl.gz"
+    result = subprocess.run([sys.executable, "-m", "imds_simulator", "generate", "--scenario", "hardware-failure",
+                             "--vms", "4", "--days", "0.05", "--poll-interval", "5", "--seed", "3", "--out", str(out)],
+                            cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    with gzip.open(out, "rt") as handle:
+        lines = [json.loads(l) for l in handle]
+    assert len(lines) > 100 and result.stdout.startswith(f"wrote {len(lines)} observations")
+    started = [e for l in lines for e in l["events"]]
+    assert started and all(e["EventStatus"] == "Started" for e in started)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--vms", "0"], "a fleet needs 1 to 1000 VMs, not 0."),
+    (["--fault-domains", "4"], "an availability_set has 1 to 3 fault domains, not 4."),
+    (["--scenario", "nope"], "no scenario named 'nope'"),
+    (["--param", "x"], "--param 'x' must look like NAME=NUMBER."),
+    (["--scenario", "scale-in", "--param", "terminate_notice_s=30"], "outside its allowed range"),
+])
+def test_cli_bad_input_is_one_sentence_without_traceback(tmp_path: Path, args: list, message: str) -> None:
+    result = subprocess.run([sys.executable, "-m", "imds_simulator", "generate", "--days", "0.01",
+                             "--out", str(tmp_path / "x.jsonl"), *args],
+                            cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_fleet_file_is_validated(tmp_path: Path) -> None:
+    good = tmp_path / "fleet.json"
+    good.write_text(json.dumps({"kind": "scale_set", "name": "vmss-db", "vms": 3, "fault_domains": 5, "zone": "2"}))
+    fleet = build_fleet(load_fleet_spec(str(good)))
+    assert [v.name for v in fleet.vms] == ["vmss-db_0", "vmss-db_1", "vmss-db_2"]
+    assert fleet.vms[2].resource_id.endswith("/virtualMachineScaleSets/vmss-db/virtualMachines/2")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"kind": "cluster"}))
+    with pytest.raises(FleetError, match="fleet kind 'cluster' is not one of"):
+        build_fleet(load_fleet_spec(str(bad)))
+    bad.write_text(json.dumps({"colour": "red"}))
+    with pytest.raises(FleetError, match="unknown field"):
+        load_fleet_spec(str(bad))
+    bad.write_text(json.dumps({"names": ["_vm"]}))
+    with pytest.raises(FleetError, match="not a valid Azure VM name"):
+        build_fleet(load_fleet_spec(str(bad)))
+    bad.write_text(json.dumps({"vms": "six"}))
+    with pytest.raises(FleetError, match="fleet field vms must be a whole number, not 'six'."):
+        build_fleet(load_fleet_spec(str(bad)))
