@@ -1,0 +1,175 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to azure_imds.scheduled_events
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The only code that talks to IMDS: HTTP through ansible.module_utils.urls.
+
+Every request carries `Metadata: true`, never uses a proxy (whatever the
+environment says), never follows a redirect and has an explicit timeout.
+Connection errors, timeouts, 410, 429 and 5xx are retried with jittered
+exponential backoff; 400 and 404 fail at once with IMDS's own error text.
+The first request gets a longer timeout, because IMDS may take up to two
+minutes to answer the first call after 24 hours without one.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import random
+import socket
+import time
+
+from ansible.module_utils.six.moves.http_client import HTTPException
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.six.moves.urllib.parse import urlsplit
+from ansible.module_utils.urls import Request
+
+DEFAULT_URL = "http://169.254.169.254"
+SCHEDULED_EVENTS_PATH = "/metadata/scheduledevents"
+COMPUTE_PATH = "/metadata/instance/compute"
+COMPUTE_API_VERSION = "2021-02-01"
+RETRY_STATUSES = (410, 429)
+MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+class ImdsError(Exception):
+    """IMDS could not be used; the message is one sentence naming the cause."""
+
+    def __init__(self, message, status=None, retryable=False):
+        super(ImdsError, self).__init__(message)
+        self.status = status
+        self.retryable = retryable
+
+
+def check_base_url(url):
+    """Only http(s) base URLs with a host; returns it without a trailing slash."""
+    parts = urlsplit(url or "")
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ImdsError("imds_url %r is not an http:// or https:// base URL." % (url,))
+    if parts.query or parts.fragment:
+        raise ImdsError("imds_url %r must not carry a query or fragment." % (url,))
+    return url.rstrip("/")
+
+
+class ImdsClient:
+    """Scheduled Events and compute metadata of the VM behind `base_url`."""
+
+    def __init__(self, base_url=DEFAULT_URL, api_version="2020-07-01", timeout=5.0, retries=4,
+                 first_call_timeout=120.0, backoff=0.5, max_backoff=8.0, sleep=time.sleep, rng=None):
+        self.base_url = check_base_url(base_url)
+        self.api_version = api_version
+        self.timeout = float(timeout)
+        self.retries = int(retries)
+        self.first_call_timeout = max(float(first_call_timeout), self.timeout)
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self.sleep = sleep
+        self.rng = rng or random.Random()
+        self.calls = 0
+        self.attempts = 0
+        self._request = Request(use_proxy=False, follow_redirects="none", timeout=self.timeout,
+                                headers={"Metadata": "true"}, http_agent="azure_imds.scheduled_events")
+
+    # ---------------------------------------------------------------- public calls
+
+    def get_document_body(self):
+        """The raw GET body (bytes) of the scheduled-events document."""
+        return self._call("GET", SCHEDULED_EVENTS_PATH, self.api_version)
+
+    def approve(self, event_ids):
+        """POST StartRequests for `event_ids` (one request for all)."""
+        body = json.dumps({"StartRequests": [{"EventId": i} for i in event_ids]})
+        self._call("POST", SCHEDULED_EVENTS_PATH, self.api_version, body)
+
+    def get_compute(self):
+        """`/metadata/instance/compute` as a dict."""
+        body = self._call("GET", COMPUTE_PATH, COMPUTE_API_VERSION)
+        try:
+            data = json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise ImdsError("IMDS compute metadata at %s is not JSON." % self._url(COMPUTE_PATH, COMPUTE_API_VERSION))
+        if not isinstance(data, dict):
+            raise ImdsError("IMDS compute metadata is not a JSON object.")
+        return data
+
+    # ---------------------------------------------------------------- retries
+
+    def _call(self, method, path, api_version, body=None):
+        url = self._url(path, api_version)
+        timeout = self.first_call_timeout if self.calls == 0 else self.timeout
+        self.calls += 1
+        attempt = 0
+        while True:
+            self.attempts += 1
+            try:
+                return self._once(method, url, body, timeout)
+            except ImdsError as exc:
+                if not exc.retryable or attempt >= self.retries:
+                    if exc.retryable and self.retries:
+                        raise ImdsError("%s (gave up after %d attempts)." % (str(exc).rstrip("."), attempt + 1),
+                                        exc.status)
+                    raise
+            # After the first answer-less attempt the long budget is spent: later
+            # attempts use the normal timeout so that a dead IMDS fails in bounded time.
+            timeout = self.timeout
+            self.sleep(self._delay(attempt))
+            attempt += 1
+
+    def _delay(self, attempt):
+        """Full jitter: uniform in [0, min(cap, base * 2^attempt)]."""
+        return self.rng.uniform(0, min(self.max_backoff, self.backoff * (2 ** attempt)))
+
+    def _url(self, path, api_version):
+        return "%s%s?api-version=%s" % (self.base_url, path, api_version)
+
+    def _once(self, method, url, body, timeout):
+        try:
+            response = self._request.open(method, url, data=body, timeout=timeout)
+            data = response.read(MAX_BODY_BYTES + 1)
+        except HTTPError as exc:
+            raise _http_error(method, url, exc)
+        except (socket.timeout, TimeoutError):
+            raise ImdsError("IMDS did not answer %s %s within %g s." % (method, url, timeout), retryable=True)
+        except URLError as exc:
+            reason = getattr(exc, "reason", exc)
+            if isinstance(reason, (socket.timeout, TimeoutError)):
+                raise ImdsError("IMDS did not answer %s %s within %g s." % (method, url, timeout), retryable=True)
+            raise ImdsError("cannot reach IMDS at %s (%s)." % (url, reason), retryable=True)
+        except (HTTPException, socket.error, ValueError) as exc:
+            # Connection reset, remote disconnected, truncated body (IncompleteRead).
+            raise ImdsError("the connection to IMDS at %s broke (%s)." % (url, _describe(exc)), retryable=True)
+        if len(data) > MAX_BODY_BYTES:
+            raise ImdsError("IMDS answered %s with more than %d MiB; refusing to parse it."
+                            % (url, MAX_BODY_BYTES // (1024 * 1024)))
+        return data
+
+
+def _describe(exc):
+    text = str(exc)
+    return "%s: %s" % (type(exc).__name__, text) if text else type(exc).__name__
+
+
+def _http_error(method, url, exc):
+    status = exc.code
+    text = _error_text(exc)
+    if 300 <= status < 400:
+        return ImdsError("IMDS answered %s %s with a redirect (HTTP %d to %s); IMDS clients never follow redirects."
+                         % (method, url, status, exc.headers.get("Location", "?") if exc.headers else "?"), status)
+    retryable = status in RETRY_STATUSES or status >= 500
+    return ImdsError("IMDS answered %s %s with HTTP %d: %s." % (method, url, status, text), status, retryable)
+
+
+def _error_text(exc):
+    try:
+        raw = exc.read()
+    except Exception:  # a broken error body must not hide the status
+        raw = b""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+        if isinstance(data, dict) and isinstance(data.get("error"), str):
+            return data["error"].rstrip(".")
+    except (UnicodeDecodeError, ValueError):
+        pass
+    text = raw.decode("utf-8", "replace").strip()
+    return (text[:200] or exc.reason or "no details").rstrip(".")

@@ -1,0 +1,333 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to azure_imds.scheduled_events
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: scheduled_events_info
+short_description: Read Azure Scheduled Events from the VM's Instance Metadata Service
+version_added: 0.1.0
+description:
+  - Reads the Scheduled Events document of the VM it runs on from the Azure Instance Metadata
+    Service (IMDS), validates and normalises it, and tells which events affect this VM.
+  - Optionally diffs it against an earlier result, and optionally waits inside one task until the
+    document changes (IMDS recommends polling about once a second; one long task is far cheaper
+    than one Ansible task per poll).
+  - Runs on the managed VM, because IMDS is reachable only from inside it.
+  - Never changes anything. The first call of a VM enables Scheduled Events for it.
+author:
+  - azure_imds.scheduled_events maintainers
+extends_documentation_fragment:
+  - azure_imds.scheduled_events.imds
+attributes:
+  check_mode:
+    support: full
+    description: Only reads, so it runs the same in check mode.
+  diff_mode:
+    support: none
+options:
+  include_instance:
+    description:
+      - Also read C(/metadata/instance/compute) for this VM's name, resource id, scale set, fault domain,
+        update domain, zone and location (returned as RV(this_vm)).
+      - When false and O(resource_name) is not set, RV(events[].affects_this_vm) is V(null).
+    type: bool
+    default: true
+  previous:
+    description:
+      - An earlier result of this module (or its RV(raw) document, or a list of events) to diff against.
+        The differences are returned as RV(diff).
+    type: raw
+  wait_for_change:
+    description:
+      - Poll inside this task until C(DocumentIncarnation) differs from O(since_incarnation), or until
+        O(wait_timeout) has passed.
+    type: bool
+    default: false
+  since_incarnation:
+    description:
+      - The incarnation to wait to change from. Defaults to the incarnation of O(previous); without
+        either, the first document read counts as the change.
+    type: int
+  wait_timeout:
+    description:
+      - Seconds O(wait_for_change) may wait. Returning unchanged at the timeout is not an error.
+    type: float
+    default: 300
+  poll_interval:
+    description:
+      - Seconds between two polls while waiting.
+    type: float
+    default: 1
+notes:
+  - Every VM of an availability set or scale-set placement group sees the events of all others;
+    read RV(events[].affects_this_vm) or RV(events_for_this_vm).
+  - Unknown C(EventType) or C(EventStatus) values are kept, flagged and warned about, never fatal.
+  - IMDS answers 200 with an empty body right after Scheduled Events is enabled; that returns
+    RV(document_available=false) with a warning.
+seealso:
+  - module: azure_imds.scheduled_events.scheduled_events_approve
+"""
+
+EXAMPLES = r"""
+- name: Read this VM's scheduled events
+  azure_imds.scheduled_events.scheduled_events_info:
+  register: scheduled
+
+- name: Show what affects this VM
+  ansible.builtin.debug:
+    msg: "{{ item.event_type }} {{ item.event_status }} in {{ item.seconds_to_not_before }} s"
+  loop: "{{ scheduled.events_for_this_vm }}"
+
+- name: Wait up to 10 minutes for the document to change, then diff
+  azure_imds.scheduled_events.scheduled_events_info:
+    previous: "{{ scheduled }}"
+    wait_for_change: true
+    wait_timeout: 600
+  register: changed_events
+
+- name: Point at the collection's simulator instead of the real IMDS
+  azure_imds.scheduled_events.scheduled_events_info:
+    imds_url: http://127.0.0.1:8099/avset-web-vm0
+"""
+
+RETURN = r"""
+document_incarnation:
+  description: C(DocumentIncarnation) of the document read; V(null) when no document was available yet.
+  returned: always
+  type: int
+  sample: 3
+document_available:
+  description: False when IMDS answered with an empty body (right after enabling).
+  returned: always
+  type: bool
+  sample: true
+events:
+  description: The events, normalised.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    event_id:
+      description: C(EventId).
+      type: str
+      sample: 602D9444-D2CD-49C7-8624-8643E7171297
+    event_type:
+      description: C(EventType) (V(Freeze), V(Reboot), V(Redeploy), V(Preempt), V(Terminate), or an unknown value).
+      type: str
+    event_status:
+      description: C(EventStatus) (V(Scheduled), V(Started), or an unknown value).
+      type: str
+    resource_type:
+      description: C(ResourceType).
+      type: str
+    resources:
+      description: C(Resources), as served.
+      type: list
+      elements: str
+    not_before:
+      description: C(NotBefore) as ISO 8601 UTC, or V(null) when empty (Started events).
+      type: str
+      sample: '2026-01-05T00:15:12Z'
+    description:
+      description: C(Description); V(null) before api-version 2019-04-01.
+      type: str
+    event_source:
+      description: C(EventSource) (V(Platform) or V(User)); V(null) before api-version 2019-08-01.
+      type: str
+    duration_in_seconds:
+      description: C(DurationInSeconds) (V(-1) unknown, V(0) no impact); V(null) before api-version 2020-07-01.
+      type: int
+    known_type:
+      description: Whether C(EventType) is one this collection knows.
+      type: bool
+    known_status:
+      description: Whether C(EventStatus) is one this collection knows.
+      type: bool
+    affects_this_vm:
+      description: Whether C(Resources) lists this VM (exact, case-insensitive); V(null) when the VM's name is unknown.
+      type: bool
+    seconds_to_not_before:
+      description: Seconds from RV(observed_at) to C(NotBefore), negative once past; V(null) without C(NotBefore).
+      type: float
+events_for_this_vm:
+  description: The subset of RV(events) that affects this VM.
+  returned: always
+  type: list
+  elements: dict
+this_vm:
+  description: This VM, from C(/metadata/instance/compute) (when O(include_instance)) and O(resource_name).
+  returned: always
+  type: dict
+  contains:
+    name:
+      description: The name matched against C(Resources).
+      type: str
+    resource_id:
+      description: Azure resource id.
+      type: str
+    vm_scale_set_name:
+      description: Scale set name, empty outside scale sets.
+      type: str
+    fault_domain:
+      description: Platform fault domain.
+      type: int
+    update_domain:
+      description: Platform update domain.
+      type: int
+    zone:
+      description: Availability zone, empty if none.
+      type: str
+    location:
+      description: Azure region.
+      type: str
+    os_type:
+      description: V(Linux) or V(Windows).
+      type: str
+diff:
+  description: Differences from O(previous).
+  returned: when O(previous) is set
+  type: dict
+  contains:
+    new:
+      description: Events not in O(previous).
+      type: list
+      elements: dict
+    started:
+      description: Events now C(Started) that were not before (events first seen already C(Started) included).
+      type: list
+      elements: dict
+    removed:
+      description: Events in O(previous) that are gone (completed or cancelled).
+      type: list
+      elements: dict
+    updated:
+      description: Events in both whose other fields changed (for example C(NotBefore) moved).
+      type: list
+      elements: dict
+    changed:
+      description: Whether any of the above is non-empty.
+      type: bool
+    incarnation_went_backwards:
+      description: True when the incarnation is lower than O(previous)'s (IMDS was disabled and re-enabled).
+      type: bool
+waited:
+  description: How O(wait_for_change) ended.
+  returned: when O(wait_for_change=true)
+  type: dict
+  contains:
+    changed:
+      description: Whether the incarnation changed before the timeout.
+      type: bool
+    polls:
+      description: Documents read while waiting.
+      type: int
+    seconds:
+      description: Seconds spent waiting.
+      type: float
+observed_at:
+  description: UTC time the document was read (ISO 8601).
+  returned: always
+  type: str
+  sample: '2026-01-05T00:00:07.412Z'
+raw:
+  description: The document exactly as served; V(null) when no document was available yet.
+  returned: always
+  type: dict
+"""
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.events import (
+    annotate,
+    diff_events,
+    events_of,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import (
+    IMDS_ARGUMENT_SPEC,
+    client_from_params,
+    fail_on_errors,
+    read_document,
+    this_vm,
+    utc_now,
+)
+
+
+def argument_spec():
+    spec = dict(IMDS_ARGUMENT_SPEC)
+    spec.update(
+        include_instance=dict(type="bool", default=True),
+        previous=dict(type="raw"),
+        wait_for_change=dict(type="bool", default=False),
+        since_incarnation=dict(type="int"),
+        wait_timeout=dict(type="float", default=300.0),
+        poll_interval=dict(type="float", default=1.0),
+    )
+    return spec
+
+
+def wait_for_document(client, since, timeout, interval, clock=time.monotonic, sleep=time.sleep):
+    """Poll until a document whose incarnation differs from `since` (or the timeout)."""
+    started = clock()
+    polls = 0
+    while True:
+        parsed = read_document(client)
+        polls += 1
+        changed = parsed is not None and parsed["document_incarnation"] != since
+        elapsed = clock() - started
+        if changed or elapsed + interval > timeout:
+            return parsed, {"changed": changed, "polls": polls, "seconds": round(elapsed, 3)}
+        sleep(interval)
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    params = module.params
+    if params["wait_timeout"] < 0 or params["poll_interval"] <= 0:
+        module.fail_json(msg="wait_timeout must be 0 or more and poll_interval positive.")
+    previous_incarnation, previous_events = fail_on_errors(module, events_of, params["previous"])
+    client = client_from_params(module)
+    facts, name = fail_on_errors(module, this_vm, client, params["resource_name"], params["include_instance"])
+    result = dict(changed=False)
+    if params["wait_for_change"]:
+        since = params["since_incarnation"]
+        if since is None:
+            since = previous_incarnation
+        parsed, result["waited"] = fail_on_errors(
+            module, wait_for_document, client, since, params["wait_timeout"], params["poll_interval"])
+    else:
+        parsed = fail_on_errors(module, read_document, client)
+    now = utc_now()
+    if parsed is None:
+        module.warn("IMDS answered with an empty body: no Scheduled Events document yet "
+                    "(normal right after the first request enables the service).")
+        parsed = {"document_incarnation": None, "events": [], "warnings": [], "raw": None}
+    for warning in parsed["warnings"]:
+        module.warn(warning)
+    events = annotate(parsed["events"], name, now)
+    if name is None:
+        module.warn("this VM's name is unknown (include_instance is false and resource_name is unset), "
+                    "so no event is matched to it.")
+    result.update(
+        document_incarnation=parsed["document_incarnation"],
+        document_available=parsed["raw"] is not None,
+        events=events,
+        events_for_this_vm=[e for e in events if e["affects_this_vm"]],
+        this_vm=dict(facts or {}, name=name) if (facts or name) else {},
+        observed_at=now.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        raw=parsed["raw"],
+    )
+    if params["previous"] is not None:
+        result["diff"] = diff_events(previous_events, events, previous_incarnation, parsed["document_incarnation"])
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
