@@ -196,6 +196,7 @@ class Engine:
 
     def load(self, scenario: sc.Scenario, at: datetime) -> List[str]:
         """Queue a scenario's specs from `at` on; returns the keys queued."""
+        self._check_selectors(scenario)
         self.advance_to(at)
         self.scenario_names.append(scenario.name)
         if scenario.recorded_start is not None:
@@ -209,6 +210,19 @@ class Engine:
                 self._push(at + self.span(sc.sample(spec.at_s, self.rng)), "appear", spec)  # type: ignore
         self.advance_to(at)
         return [s.key for s in scenario.specs]
+
+    def _check_selectors(self, scenario: sc.Scenario) -> None:
+        """Refuse, before anything is queued, specs that name VMs this fleet does not have."""
+        for spec in scenario.specs:
+            names = spec.resources.get("names", [])
+            unknown = [n for n in names if not isinstance(n, str) or n.lower() not in self.vms]
+            if unknown:
+                raise sc.ScenarioError(f"event {spec.key!r} names {unknown[0]!r}, which is not a VM of this fleet.")
+            indexes = spec.resources.get("vms", [])
+            bad = [i for i in indexes if not isinstance(i, int) or not 0 <= i < len(self.fleet.vms)]
+            if bad:
+                raise sc.ScenarioError(f"event {spec.key!r} names VM index {bad[0]!r}, but the fleet has "
+                                       f"{len(self.fleet.vms)} VMs.")
 
     def _arrival_gap(self, spec: sc.EventSpec) -> timedelta:
         mean_s = 86400.0 / spec.per_day  # type: ignore
@@ -355,11 +369,8 @@ class Engine:
         if "vms" in selector:
             indexes = set(selector["vms"])
             vms = [v for i, v in enumerate(self.fleet.vms) if i in indexes and v in vms]
-        if "names" in selector:
+        if "names" in selector:  # checked against the fleet when the scenario was loaded
             wanted_names = [n.lower() for n in selector["names"]]
-            unknown = [n for n in selector["names"] if n.lower() not in self.vms]
-            if unknown:
-                raise sc.ScenarioError(f"resources name {unknown[0]!r} is not a VM of this fleet.")
             vms = [v for v in vms if v.name.lower() in wanted_names]
         if "count" in selector and len(vms) > selector["count"]:
             picked = set(self.rng.sample(range(len(vms)), int(selector["count"])))

@@ -12,6 +12,7 @@ import ipaddress
 import json
 import socket
 import struct
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -376,8 +377,10 @@ class Handler(BaseHTTPRequestHandler):
         try:
             scenario = _scenario_from_request(body)
             with self.sim.lock:
+                now = self.sim.clock.now()
+                self.sim.engine.advance_to(now)  # what was already due is not "created" by this request
                 before = len(self.sim.engine.events)
-                keys = self.sim.engine.load(scenario, self.sim.clock.now())
+                keys = self.sim.engine.load(scenario, now)
                 created = [ev.event_id for ev in self.sim.engine.events[before:]]
         except sc.ScenarioError as exc:
             self._send(400, {"error": str(exc)})
@@ -456,15 +459,26 @@ def _faults_from_request(body: Any, engine: Engine) -> Tuple[str, List[Fault], b
     return vm.name, [parse_fault(f) for f in raw], bool(body.get("clear")), bool(body.get("disable"))
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that gave up (its timeout) is normal here; anything else is a bug worth a traceback.
+        if isinstance(sys.exc_info()[1], (ConnectionError, socket.timeout)):
+            return
+        super().handle_error(request, client_address)
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
 def make_server(sim: Simulator) -> ThreadingHTTPServer:
     options = sim.options
     check_bind(options.host, options.allow_non_loopback)
     handler = type("BoundHandler", (Handler,), {"sim": sim})
-    server_class = ThreadingHTTPServer
-    if ":" in options.host:
-        server_class = type("V6Server", (ThreadingHTTPServer,), {"address_family": socket.AF_INET6})
+    server_class = _Server6 if ":" in options.host else _Server
     server = server_class((options.host, options.port), handler)
-    server.daemon_threads = True
     host, port = server.server_address[:2]
     shown = f"[{host}]" if ":" in str(host) else host
     sim.base_url = f"http://{shown}:{port}"
