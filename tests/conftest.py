@@ -1,7 +1,31 @@
-"""Shared test set-up: the repository root is importable."""
+"""Shared test set-up.
+
+The repository root is importable (imds_simulator, tools), and the collection
+is staged as a copy under a temporary `ansible_collections/` tree before any
+test module is imported, so that `ansible_collections.azure_imds.scheduled_events`
+imports work in-process and `ansible-playbook` subprocesses find the collection
+through ANSIBLE_COLLECTIONS_PATH.
+"""
+from __future__ import annotations
+
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from tools.stage_collection import stage  # noqa: E402
+
+_STAGE_ROOT = Path(tempfile.mkdtemp(prefix="azure-imds-collections-"))
+COLLECTIONS_PATH = str(_STAGE_ROOT)
+stage(_STAGE_ROOT)
+sys.path.insert(0, COLLECTIONS_PATH)
+os.environ["ANSIBLE_COLLECTIONS_PATH"] = COLLECTIONS_PATH
+
+
+def pytest_unconfigure(config: object) -> None:
+    shutil.rmtree(_STAGE_ROOT, ignore_errors=True)
