@@ -34,8 +34,9 @@ options:
     default: 5
   first_call_timeout:
     description:
-      - Seconds to wait for the first answer of a task. IMDS may take up to two minutes to answer the
-        first call after 24 hours without one; later calls use O(timeout).
+      - Seconds to wait for the first answer of each IMDS endpoint in a task. IMDS may take up to two
+        minutes to answer the first call after 24 hours without one; later calls, and retries after a
+        first attempt that got no answer, use O(timeout).
     type: float
     default: 120
   retries:

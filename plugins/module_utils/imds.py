@@ -7,8 +7,8 @@ Every request carries `Metadata: true`, never uses a proxy (whatever the
 environment says), never follows a redirect and has an explicit timeout.
 Connection errors, timeouts, 410, 429 and 5xx are retried with jittered
 exponential backoff; 400 and 404 fail at once with IMDS's own error text.
-The first request gets a longer timeout, because IMDS may take up to two
-minutes to answer the first call after 24 hours without one.
+The first request to each endpoint gets a longer timeout, because IMDS may
+take up to two minutes to answer the first call after 24 hours without one.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -68,6 +68,7 @@ class ImdsClient:
         self.rng = rng or random.Random()
         self.calls = 0
         self.attempts = 0
+        self._answered = set()
         self._request = Request(use_proxy=False, follow_redirects="none", timeout=self.timeout,
                                 headers={"Metadata": "true"}, http_agent="azure_imds.scheduled_events")
 
@@ -97,13 +98,16 @@ class ImdsClient:
 
     def _call(self, method, path, api_version, body=None):
         url = self._url(path, api_version)
-        timeout = self.first_call_timeout if self.calls == 0 else self.timeout
+        # The slow first answer belongs to the endpoint being enabled, so the budget is per path.
+        timeout = self.timeout if path in self._answered else self.first_call_timeout
         self.calls += 1
         attempt = 0
         while True:
             self.attempts += 1
             try:
-                return self._once(method, url, body, timeout)
+                data = self._once(method, url, body, timeout)
+                self._answered.add(path)
+                return data
             except ImdsError as exc:
                 if not exc.retryable or attempt >= self.retries:
                     if exc.retryable and self.retries:

@@ -1,0 +1,135 @@
+"""Run real ansible-playbook against an in-process simulator and read each task's result per host."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from imds_simulator import scenario as sc
+from imds_simulator.engine import Engine, EngineOptions
+from imds_simulator.faults import parse_fault
+from imds_simulator.fleet import FleetSpec, build_fleet
+from imds_simulator.server import ServerOptions, Simulator, serve_in_thread
+
+FQCN = "azure_imds.scheduled_events"
+
+
+@dataclass
+class Run:
+    returncode: int
+    results: Dict[str, Dict[str, Any]]  # host -> task name -> registered result
+    stdout: str
+    stderr: str
+
+    def of(self, host: str, task: str) -> Dict[str, Any]:
+        return self.results[host][task]
+
+
+class LiveFleet:
+    """A simulator serving over real HTTP on loopback, started in this process."""
+
+    def __init__(self, scenario: Optional[str], time_scale: float = 60.0, seed: int = 1,
+                 fleet: Optional[FleetSpec] = None, **server: Any):
+        loaded = sc.load(scenario) if scenario else None
+        spec = fleet or _fleet_of(loaded)
+        self.engine = Engine(build_fleet(spec), loaded, datetime.now(timezone.utc), time_scale=time_scale,
+                             seed=seed, options=EngineOptions(simulate_impact=server.pop("simulate_impact", True)))
+        self.sim = Simulator(self.engine, ServerOptions(rate_limit=server.pop("rate_limit", 0), **server))
+        self.server, _ = serve_in_thread(self.sim)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    @property
+    def vms(self) -> List[str]:
+        return [v.name for v in self.engine.fleet.vms]
+
+    def url(self, vm: str) -> str:
+        return self.sim.vm_url(vm)
+
+    def fault(self, vm: str, *faults: Dict[str, Any]) -> None:
+        self.sim.faults.add(vm, [parse_fault(f) for f in faults])
+
+    def inject(self, spec: Dict[str, Any]) -> List[str]:
+        with self.sim.lock:
+            before = len(self.engine.events)
+            self.engine.load(sc.from_event(spec), self.sim.clock.now())
+            return [e.event_id for e in self.engine.events[before:]]
+
+    def approvals(self) -> List[Dict[str, Any]]:
+        with self.sim.lock:
+            return list(self.engine.approvals)
+
+    def truth(self) -> List[Dict[str, Any]]:
+        with self.sim.lock:
+            self.engine.advance_to(self.sim.clock.now())
+            return self.engine.event_summaries()
+
+    def wait_for_events(self, timeout: float = 5.0) -> None:
+        import time
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.truth():
+                return
+            time.sleep(0.02)
+        raise AssertionError("the scenario produced no event in time")
+
+
+def _fleet_of(loaded: Optional[sc.Scenario]) -> FleetSpec:
+    fields = dict(loaded.fleet) if loaded else {}
+    if "names" in fields:
+        fields["vms"] = len(fields["names"])
+    return FleetSpec(**fields)
+
+
+def play(tmp: Path, fleet: LiveFleet, tasks: Sequence[Tuple[str, Dict[str, Any]]], hosts: Optional[List[str]] = None,
+         check: bool = False, diff: bool = False, extra_vars: Optional[Dict[str, Any]] = None,
+         env: Optional[Dict[str, str]] = None) -> Run:
+    """Run `tasks` (name, task) on simulated VMs; every task is registered and may fail."""
+    hosts = hosts or fleet.vms
+    out = tmp / "results"
+    out.mkdir(exist_ok=True)
+    inventory = {"all": {"hosts": {h: {"imds_url": fleet.url(h)} for h in hosts},
+                         "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}
+    (tmp / "inventory.json").write_text(json.dumps(inventory))
+    body = []
+    for name, task in tasks:
+        body.append(dict(task, name=name, register=_var(name), ignore_errors=True))
+    dump = {name: "{{ %s | default(None) }}" % _var(name) for name, _ in tasks}
+    body.append({"name": "dump results", "ansible.builtin.copy": {
+        "content": "{{ %s | to_json }}" % json.dumps(dump).replace('"{{ ', "").replace(' }}"', ""),
+        "dest": str(out) + "/{{ inventory_hostname }}.json"}, "check_mode": False, "diff": False})
+    playbook = [{"hosts": "all", "gather_facts": False, "tasks": body}]
+    (tmp / "playbook.json").write_text(json.dumps(playbook))
+    command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp / "inventory.json"),
+               str(tmp / "playbook.json")]
+    if check:
+        command.append("--check")
+    if diff:
+        command.append("--diff")
+    if extra_vars:
+        command += ["-e", json.dumps(extra_vars)]
+    environment = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", ANSIBLE_HOST_KEY_CHECKING="0",
+                       ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-tmp"),
+                       **(env or {}))
+    proc = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=300)
+    results = {h: json.loads((out / f"{h}.json").read_text()) for h in hosts if (out / f"{h}.json").exists()}
+    return Run(proc.returncode, results, proc.stdout, proc.stderr)
+
+
+def _var(name: str) -> str:
+    return "r_" + "".join(c if c.isalnum() else "_" for c in name)
+
+
+def info(**args: Any) -> Dict[str, Any]:
+    return {f"{FQCN}.scheduled_events_info": dict({"imds_url": "{{ imds_url }}"}, **args)}
+
+
+def approve(**args: Any) -> Dict[str, Any]:
+    return {f"{FQCN}.scheduled_events_approve": dict({"imds_url": "{{ imds_url }}"}, **args)}

@@ -1,0 +1,254 @@
+"""Both modules, run by real ansible-playbook on simulated VMs over real HTTP."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from imds_simulator.fleet import FleetSpec
+from tests.modules.harness import LiveFleet, approve, info, play
+
+
+@pytest.fixture
+def fleet() -> Iterator[LiveFleet]:
+    live = LiveFleet("platform-maintenance", time_scale=60.0)
+    live.wait_for_events()
+    yield live
+    live.close()
+
+
+SCENARIO_EXPECTATIONS = {
+    # scenario: (event type, source, status when first seen, time scale that leaves the notice
+    # longer than one ansible-playbook run)
+    "platform-maintenance": ("Reboot", "Platform", "Scheduled", 60.0),
+    "live-migration": ("Freeze", "Platform", "Scheduled", 60.0),
+    "user-reboot": ("Reboot", "User", "Scheduled", 60.0),
+    "user-redeploy": ("Redeploy", "User", "Scheduled", 60.0),
+    "spot-eviction": ("Preempt", "Platform", "Scheduled", 2.0),
+    "scale-in": ("Terminate", "User", "Scheduled", 60.0),
+    "hardware-failure": ("Reboot", "Platform", "Started", 60.0),
+    "cancelled-maintenance": ("Reboot", "Platform", "Scheduled", 60.0),
+    "degraded-hardware": ("Redeploy", "Platform", "Scheduled", 60.0),
+    "live-migration-replay": ("Freeze", "Platform", "Scheduled", 10.0),
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIO_EXPECTATIONS))
+def test_info_reads_every_scenario_type(tmp_path: Path, scenario: str) -> None:
+    event_type, source, status, time_scale = SCENARIO_EXPECTATIONS[scenario]
+    live = LiveFleet(scenario, time_scale=time_scale, simulate_impact=False)
+    try:
+        live.wait_for_events(timeout=5.0)
+        truth = live.truth()[0]
+        run = play(tmp_path, live, [("read", info())])
+    finally:
+        live.close()
+    assert run.returncode == 0, run.stdout
+    for vm in live.vms:
+        result = run.of(vm, "read")
+        (event,) = result["events"]
+        assert (event["event_type"], event["event_source"], event["event_status"]) == (event_type, source, status)
+        assert event["event_id"] == truth["event_id"]
+        assert event["affects_this_vm"] is (vm in truth["resources"])
+        assert [e["event_id"] for e in result["events_for_this_vm"]] == ([truth["event_id"]] if vm in truth["resources"] else [])
+        assert result["this_vm"]["name"] == vm and result["changed"] is False
+        if status == "Scheduled":
+            assert event["seconds_to_not_before"] > 0 and event["not_before"].endswith("Z")
+        else:
+            assert event["not_before"] is None and event["seconds_to_not_before"] is None
+
+
+def test_one_approval_from_the_leader_starts_the_event_for_every_listed_vm(tmp_path: Path, fleet: LiveFleet) -> None:
+    truth = fleet.truth()[0]
+    leader, other = truth["resources"]
+    run = play(tmp_path, fleet, [
+        ("read", info()),
+        ("approve", dict(approve(events="{{ r_read.events_for_this_vm }}",
+                                 expected_incarnation="{{ r_read.document_incarnation }}"),
+                         when="inventory_hostname == %r" % leader)),
+        ("after", info(previous="{{ r_read }}")),
+    ], hosts=[leader, other, "avset-web-vm1"])
+    assert run.returncode == 0, run.stdout
+    assert run.of(leader, "approve")["approved"] == [truth["event_id"]] and run.of(leader, "approve")["changed"]
+    (entry,) = fleet.approvals()
+    assert (entry["vm"], entry["event_ids"], entry["in_resources"]) == (leader, [truth["event_id"]], {truth["event_id"]: True})
+    for vm in (other, "avset-web-vm1"):  # every VM of the set sees it Started
+        after = run.of(vm, "after")
+        assert after["events"][0]["event_status"] == "Started"
+        assert [e["event_id"] for e in after["diff"]["started"]] == [truth["event_id"]]
+
+
+def test_check_mode_sends_nothing_but_reports_what_it_would(tmp_path: Path, fleet: LiveFleet) -> None:
+    leader = fleet.truth()[0]["resources"][0]
+    run = play(tmp_path, fleet, [("read", info()), ("approve", approve(events="{{ r_read.events_for_this_vm }}"))],
+               hosts=[leader], check=True, diff=True)
+    result = run.of(leader, "approve")
+    assert result["changed"] is True and len(result["approved"]) == 1
+    assert "would be approved" in result["diff"]["after"]
+    assert fleet.approvals() == []
+    assert fleet.truth()[0]["status"] == "Scheduled"
+
+
+def test_approving_an_event_that_does_not_list_this_vm_is_refused_unless_forced(tmp_path: Path, fleet: LiveFleet) -> None:
+    event_id = fleet.truth()[0]["event_id"]
+    run = play(tmp_path, fleet, [
+        ("refused", approve(event_ids=[event_id])),
+        ("forced", approve(event_ids=[event_id], force=True)),
+    ], hosts=["avset-web-vm1"])
+    refused = run.of("avset-web-vm1", "refused")
+    assert refused["failed"] and refused["refused"] == [event_id] and refused["approved"] == []
+    assert "does not list this VM (avset-web-vm1) in Resources" in refused["msg"]
+    assert run.of("avset-web-vm1", "forced")["approved"] == [event_id]
+    (entry,) = fleet.approvals()
+    assert entry["in_resources"] == {event_id: False}
+
+
+def test_missing_started_and_moved_document(tmp_path: Path, fleet: LiveFleet) -> None:
+    truth = fleet.truth()[0]
+    leader = truth["resources"][0]
+    ghost = "00000000-0000-0000-0000-000000000000"
+    run = play(tmp_path, fleet, [
+        ("moved", approve(event_ids=[truth["event_id"]], expected_incarnation=999)),
+        ("missing", approve(event_ids=[truth["event_id"], ghost])),
+        ("ignore", approve(event_ids=[truth["event_id"], ghost], missing="ignore", wait_for_start=True,
+                           wait_timeout=10, poll_interval=0.2)),
+        ("again", approve(event_ids=[truth["event_id"]])),
+    ], hosts=[leader])
+    moved, missing = run.of(leader, "moved"), run.of(leader, "missing")
+    assert moved["failed"] and "the document moved on" in moved["msg"]
+    assert missing["failed"] and missing["missing"] == [ghost] and "nothing was approved" in missing["msg"]
+    ignore = run.of(leader, "ignore")
+    assert ignore["approved"] == [truth["event_id"]] and ignore["started"] == [truth["event_id"]]
+    again = run.of(leader, "again")
+    assert again["changed"] is False and again["already_started"] == [truth["event_id"]]
+    assert len(fleet.approvals()) == 1  # only the one real POST
+
+
+def test_wait_for_change_returns_when_the_incarnation_moves(tmp_path: Path, fleet: LiveFleet) -> None:
+    truth = fleet.truth()[0]
+    leader = truth["resources"][0]
+    run = play(tmp_path, fleet, [
+        ("read", info()),
+        ("wait", info(previous="{{ r_read }}", wait_for_change=True, wait_timeout=60, poll_interval=0.2)),
+        ("quiet", info(wait_for_change=True, since_incarnation="{{ r_wait.document_incarnation }}",
+                       wait_timeout=0.5, poll_interval=0.2)),
+    ], hosts=["avset-web-vm1"], env={})
+    del leader
+    waited = run.of("avset-web-vm1", "wait")
+    assert waited["waited"]["changed"] is True
+    assert waited["document_incarnation"] > run.of("avset-web-vm1", "read")["document_incarnation"]
+    assert waited["diff"]["changed"] is True
+    quiet = run.of("avset-web-vm1", "quiet")
+    assert quiet["failed"] is False and quiet["waited"]["changed"] is False and quiet["waited"]["polls"] >= 2
+
+
+def test_proxy_variables_pointing_nowhere_change_nothing(tmp_path: Path, fleet: LiveFleet) -> None:
+    proxy = "http://127.0.0.1:9"
+    task = dict(info(), environment={"http_proxy": proxy, "HTTP_PROXY": proxy, "https_proxy": proxy,
+                                     "all_proxy": proxy, "no_proxy": ""})
+    run = play(tmp_path, fleet, [("read", task)], hosts=["avset-web-vm0"])
+    assert run.of("avset-web-vm0", "read")["failed"] is False
+    assert fleet.sim.violations == []
+
+
+FAULTS = {
+    "avset-web-vm0": [{"kind": "status", "status": 410, "count": 2}],
+    "avset-web-vm1": [{"kind": "status", "status": 429}],
+    "avset-web-vm2": [{"kind": "status", "status": 500}, {"kind": "status", "status": 503}],
+    "avset-web-vm3": [{"kind": "drop"}, {"kind": "reset_mid_body"}],
+    "avset-web-vm4": [{"kind": "delay", "delay_s": 1.5, "path": "any"}, {"kind": "delay", "delay_s": 1.5}],
+    "avset-web-vm5": [{"kind": "status", "status": 503, "count": 1, "path": "compute"}],
+}
+
+
+def test_every_retryable_fault_is_retried_then_succeeds(tmp_path: Path, fleet: LiveFleet) -> None:
+    for vm, faults in FAULTS.items():
+        fleet.fault(vm, *faults)
+    run = play(tmp_path, fleet, [("read", info(timeout=0.5, first_call_timeout=5))])
+    assert run.returncode == 0, run.stdout
+    for vm in FAULTS:
+        result = run.of(vm, "read")
+        assert result["failed"] is False and result["document_incarnation"] >= 2, (vm, result)
+    assert fleet.sim.faults.pending() == {}  # every fault was met
+
+
+BAD_ANSWERS = {
+    "avset-web-vm0": ({"kind": "status", "status": 503, "count": -1}, "HTTP 503: Injected fault: HTTP 503 (gave up after 2 attempts)."),
+    "avset-web-vm1": ({"kind": "malformed_json"}, "IMDS answered with malformed JSON"),
+    "avset-web-vm2": ({"kind": "wrong_shape"}, "is not a Scheduled Events document"),
+    "avset-web-vm3": ({"kind": "non_utf8"}, "IMDS answered with bytes that are not UTF-8 text."),
+    "avset-web-vm4": ({"kind": "redirect"}, "IMDS clients never follow redirects."),
+    "avset-web-vm5": ({"kind": "body", "status": 404, "body": json.dumps({"error": "Not found"})}, "with HTTP 404: Not found."),
+}
+
+
+def test_unrecoverable_answers_fail_with_one_sentence_and_no_traceback(tmp_path: Path, fleet: LiveFleet) -> None:
+    for vm, (fault, _) in BAD_ANSWERS.items():
+        fleet.fault(vm, fault)
+    run = play(tmp_path, fleet, [("read", info(retries=1))])
+    for vm, (_, message) in BAD_ANSWERS.items():
+        result = run.of(vm, "read")
+        assert result["failed"] is True and message in result["msg"], (vm, result["msg"])
+        assert "Traceback" not in json.dumps(result) and "\n" not in result["msg"]
+    assert "Traceback" not in run.stdout + run.stderr
+    assert fleet.sim.redirects_followed == []
+
+
+def test_first_call_delay_is_survived_with_the_first_call_budget(tmp_path: Path) -> None:
+    live = LiveFleet("platform-maintenance", first_call_delay_s=1.5)
+    try:
+        run = play(tmp_path, live, [("read", info(timeout=0.5, first_call_timeout=10, retries=0))],
+                   hosts=["avset-web-vm0"])
+    finally:
+        live.close()
+    assert run.of("avset-web-vm0", "read")["failed"] is False
+
+
+def test_empty_body_is_no_document_yet_with_a_warning(tmp_path: Path, fleet: LiveFleet) -> None:
+    fleet.fault("avset-web-vm0", {"kind": "empty_body"})
+    run = play(tmp_path, fleet, [("read", info())], hosts=["avset-web-vm0"])
+    result = run.of("avset-web-vm0", "read")
+    assert result["failed"] is False and result["document_available"] is False
+    assert result["document_incarnation"] is None and result["events"] == []
+    assert any("no Scheduled Events document yet" in w for w in result["warnings"])
+
+
+def test_unknown_event_type_is_kept_and_warned_about(tmp_path: Path, fleet: LiveFleet) -> None:
+    body = {"DocumentIncarnation": 7, "Events": [{
+        "EventId": "11111111-2222-3333-4444-555555555555", "EventStatus": "Scheduled", "EventType": "Hibernate",
+        "ResourceType": "VirtualMachine", "Resources": ["avset-web-vm0"], "NotBefore": "Mon, 11 Apr 2022 22:26:58 GMT"}]}
+    fleet.fault("avset-web-vm0", {"kind": "body", "status": 200, "body": json.dumps(body)})
+    run = play(tmp_path, fleet, [("read", info())], hosts=["avset-web-vm0"])
+    result = run.of("avset-web-vm0", "read")
+    (event,) = result["events"]
+    assert (event["event_type"], event["known_type"], event["affects_this_vm"]) == ("Hibernate", False, True)
+    assert any("unknown EventType 'Hibernate'" in w for w in result["warnings"])
+
+
+def test_bad_options_fail_before_anything_is_sent(tmp_path: Path, fleet: LiveFleet) -> None:
+    run = play(tmp_path, fleet, [
+        ("version", info(api_version="2016-01-01")),
+        ("url", info(imds_url="ftp://169.254.169.254")),
+        ("ids", approve(event_ids=[""])),
+        ("both", approve(event_ids=["x"], events=[{"event_id": "x"}])),
+    ], hosts=["avset-web-vm0"])
+    messages = {task: run.of("avset-web-vm0", task)["msg"] for task in ("version", "url", "ids", "both")}
+    assert messages["version"].startswith("api_version '2016-01-01' is not a Scheduled Events api-version")
+    assert messages["url"] == "imds_url 'ftp://169.254.169.254' is not an http:// or https:// base URL."
+    assert messages["ids"] == "event id '' is empty or not text."
+    assert "mutually exclusive" in messages["both"]
+    assert fleet.approvals() == []
+
+
+def test_scale_set_instance_names_match_exactly(tmp_path: Path) -> None:
+    live = LiveFleet(None, fleet=FleetSpec(kind="scale_set", name="vmss", vms=12, fault_domains=5))
+    try:
+        (event_id,) = live.inject({"key": "one", "type": "Reboot", "source": "User", "resources": {"names": ["vmss_1"]}})
+        run = play(tmp_path, live, [("read", info())], hosts=["vmss_1", "vmss_10", "vmss_11"])
+    finally:
+        live.close()
+    assert [e["event_id"] for e in run.of("vmss_1", "read")["events_for_this_vm"]] == [event_id]
+    assert run.of("vmss_10", "read")["events_for_this_vm"] == []
+    assert run.of("vmss_11", "read")["events_for_this_vm"] == []
