@@ -7,12 +7,18 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-test.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
-.PHONY: demo test venv clean
+.PHONY: demo test sanity pytest venv clean
 
 demo: $(STAMP)
 	$(PY) -m imds_simulator demo
 
-test: $(STAMP)
+# Sanity first, so that the last line CI prints is pytest's summary.
+test: sanity pytest
+
+sanity: $(STAMP)
+	$(PY) tools/run_sanity.py
+
+pytest: $(STAMP)
 	$(PY) -m pytest
 
 venv: $(STAMP)

@@ -97,9 +97,9 @@ def _refusal(plan, incarnation, vm_name, expected_incarnation, missing):
         return ("%s not in the current document (completed, cancelled or wrong), so nothing was approved; "
                 "set missing=ignore to approve the others." % _ids(plan.missing))
     if plan.refused:
+        who = vm_name or "name unknown"
         return ("%s not list this VM (%s) in Resources, and approving would start it for the VMs it lists; "
-                "nothing was approved (set force=true to approve anyway)." % (_ids(plan.refused, "does", "do"),
-                                                                            vm_name or "name unknown"))
+                "nothing was approved (set force=true to approve anyway)." % (_ids(plan.refused, "does", "do"), who))
     if plan.unknown_status:
         return ("%s an unknown EventStatus, so nothing was approved." % _ids(plan.unknown_status, "has", "have"))
     return None

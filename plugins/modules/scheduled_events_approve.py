@@ -21,7 +21,7 @@ description:
     refuses events whose C(Resources) do not list this VM unless O(force=true), and can refuse when the
     document changed since you decided (O(expected_incarnation)).
 author:
-  - azure_imds.scheduled_events maintainers
+  - azure_imds.scheduled_events maintainers (@azure-imds)
 extends_documentation_fragment:
   - azure_imds.scheduled_events.imds
 attributes:
@@ -206,7 +206,8 @@ def main():
     if module._diff:
         result["diff"] = plan.diff(module.check_mode)
     if plan.error:
-        module.fail_json(msg=plan.error, **dict(result, changed=False, approved=[]))
+        result.update(changed=False, approved=[])
+        module.fail_json(msg=plan.error, **result)
     if plan.approve and not module.check_mode:
         fail_on_errors(module, client.approve, plan.approve)
         if params["wait_for_start"]:

@@ -21,7 +21,7 @@ description:
   - Runs on the managed VM, because IMDS is reachable only from inside it.
   - Never changes anything. The first call of a VM enables Scheduled Events for it.
 author:
-  - azure_imds.scheduled_events maintainers
+  - azure_imds.scheduled_events maintainers (@azure-imds)
 extends_documentation_fragment:
   - azure_imds.scheduled_events.imds
 attributes:
@@ -30,6 +30,7 @@ attributes:
     description: Only reads, so it runs the same in check mode.
   diff_mode:
     support: none
+    description: Reads only; see RV(diff) for differences from O(previous).
 options:
   include_instance:
     description:

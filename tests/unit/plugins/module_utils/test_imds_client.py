@@ -23,7 +23,7 @@ def sim() -> Iterator[Simulator]:
     engine = Engine(build_fleet(FleetSpec()), sc.load("platform-maintenance"), datetime.now(timezone.utc),
                     time_scale=60.0, seed=4)
     simulator = Simulator(engine, ServerOptions(rate_limit=0, first_call_delay_s=0.0))
-    server, _ = serve_in_thread(simulator)
+    server, _thread = serve_in_thread(simulator)
     yield simulator
     server.shutdown()
     server.server_close()
