@@ -58,14 +58,18 @@ def parse_fault(raw: Any) -> Fault:
     return fault
 
 
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # JSON true is not a number
+
+
 def _check(fault: Fault) -> None:
-    if not isinstance(fault.count, int) or fault.count == 0 or fault.count < -1:
+    if not _whole(fault.count) or fault.count == 0 or fault.count < -1:
         raise FaultError("fault count must be a positive whole number, or -1 for until cleared.")
-    if not isinstance(fault.status, int) or not 200 <= fault.status <= 599:
+    if not _whole(fault.status) or not 200 <= fault.status <= 599:
         raise FaultError("fault status must be an HTTP status code.")
-    if not isinstance(fault.delay_s, (int, float)) or not 0 <= fault.delay_s <= 600:
+    if isinstance(fault.delay_s, bool) or not isinstance(fault.delay_s, (int, float)) or not 0 <= fault.delay_s <= 600:
         raise FaultError("fault delay_s must be 0 to 600 seconds.")
-    if not isinstance(fault.size_bytes, int) or not 0 < fault.size_bytes <= 200_000_000:
+    if not _whole(fault.size_bytes) or not 0 < fault.size_bytes <= 200_000_000:
         raise FaultError("fault size_bytes must be 1 to 200000000.")
     if fault.method not in METHODS:
         raise FaultError(f"fault method must be one of {', '.join(METHODS)}.")
