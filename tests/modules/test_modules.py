@@ -287,3 +287,18 @@ def test_both_modules_run_on_a_python_38_target(tmp_path: Path, fleet: LiveFleet
     sources = [str(p) for p in (Path(__file__).parents[2] / "plugins").glob("module*/*.py")]
     compiled = subprocess.run([PYTHON38, "-m", "py_compile", *sources], capture_output=True, text=True)
     assert compiled.returncode == 0, compiled.stderr
+
+
+def test_resource_name_overrides_the_compute_name(tmp_path: Path, fleet: LiveFleet) -> None:
+    truth = fleet.truth()[0]
+    listed = truth["resources"][1]
+    run = play(tmp_path, fleet, [
+        ("as_listed", info(include_instance=False, resource_name=listed.upper())),
+        ("anonymous", info(include_instance=False)),
+    ], hosts=["avset-web-vm1"])
+    as_listed = run.of("avset-web-vm1", "as_listed")
+    assert [e["event_id"] for e in as_listed["events_for_this_vm"]] == [truth["event_id"]]
+    assert as_listed["this_vm"] == {"name": listed.upper()}
+    anonymous = run.of("avset-web-vm1", "anonymous")
+    assert anonymous["events"][0]["affects_this_vm"] is None and anonymous["events_for_this_vm"] == []
+    assert any("name is unknown" in w for w in anonymous["warnings"])

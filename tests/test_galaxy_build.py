@@ -1,0 +1,44 @@
+"""The Galaxy artifact holds Ansible content only, installs, and documents itself."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def test_build_install_and_ansible_doc_from_the_tarball(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    # build from a clean export of the work tree (no venv, caches or local scratch)
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".git", ".venv*", "__pycache__", "*_cache",
+                                                                 ".hypothesis", "collections", "build"))
+    built = subprocess.run([str(BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(tmp_path)],
+                           cwd=source, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    (tarball,) = tmp_path.glob("azure_imds-scheduled_events-*.tar.gz")
+    with tarfile.open(tarball) as archive:
+        names = archive.getnames()
+    tops = {n.split("/")[0] for n in names}
+    assert {"imds_simulator", "tests", "docs", "tools", "Makefile", ".ci", "requirements-test.txt",
+            "pytest.ini", ".gitignore"}.isdisjoint(tops)
+    assert {"plugins/modules/scheduled_events_info.py", "plugins/modules/scheduled_events_approve.py",
+            "plugins/module_utils/events.py", "meta/runtime.yml", "MANIFEST.json", "README.md"} <= set(names)
+    installed = tmp_path / "installed"
+    # An empty collections path: otherwise ansible-galaxy sees the test session's staged copy
+    # and skips the install as "already installed".
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_COLLECTIONS_PATH")}
+    env["ANSIBLE_COLLECTIONS_PATH"] = str(installed)
+    install = subprocess.run([str(BIN / "ansible-galaxy"), "collection", "install", str(tarball), "-p", str(installed)],
+                             env=env, capture_output=True, text=True, timeout=300)
+    assert install.returncode == 0, install.stderr
+    assert (installed / "ansible_collections" / "azure_imds" / "scheduled_events" / "MANIFEST.json").is_file()
+    for module in ("scheduled_events_info", "scheduled_events_approve"):
+        doc = subprocess.run([str(BIN / "ansible-doc"), f"azure_imds.scheduled_events.{module}"], env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert doc.returncode == 0 and "imds_url" in doc.stdout, doc.stderr
+        assert str(installed) in doc.stdout  # documented from the installed tarball, not the staged copy
