@@ -3,20 +3,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from imds_simulator.fleet import FleetSpec
 from tests.modules.harness import LiveFleet, approve, info, play
-
-
-@pytest.fixture
-def fleet() -> Iterator[LiveFleet]:
-    live = LiveFleet("platform-maintenance", time_scale=60.0)
-    live.wait_for_events()
-    yield live
-    live.close()
 
 
 SCENARIO_EXPECTATIONS = {

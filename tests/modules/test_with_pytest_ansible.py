@@ -7,19 +7,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
-import pytest
 
 from tests.modules.harness import FQCN, LiveFleet
-
-
-@pytest.fixture
-def fleet() -> Iterator[LiveFleet]:
-    live = LiveFleet("platform-maintenance", time_scale=60.0)
-    live.wait_for_events()
-    yield live
-    live.close()
 
 
 def hosts_for(ansible_adhoc: Callable[..., Any], fleet: LiveFleet, tmp_path: Path) -> Any:

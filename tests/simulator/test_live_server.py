@@ -241,33 +241,32 @@ def start_simulator(tmp_path: Path) -> Iterator[Callable[..., LiveSimulator]]:
         _check_no_server_errors(sim)
 
 
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveSimulator]:
-    """6 VMs / 3 FDs under platform maintenance at time scale 5: the first fault
-    domain's event appears after 1 s and stays Scheduled for at least 180 s, far
-    longer than this whole module runs. Only for tests that do not change its events."""
-    sim = LiveSimulator.start(["--scenario", "platform-maintenance", "--time-scale", "5"],
-                              tmp_path_factory.mktemp("shared") / "server.stderr")
+def _module_server(args: List[str], directory: Path) -> Iterator[LiveSimulator]:
+    """A server shared by one test module: started once, checked for server errors at the end."""
+    sim = LiveSimulator.start(args, directory / "server.stderr")
     try:
         sim.wait_for_event("avset-web-vm0")
         yield sim
     finally:
         sim.stop()
     _check_no_server_errors(sim)
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveSimulator]:
+    """6 VMs / 3 FDs under platform maintenance at time scale 5: the first fault
+    domain's event appears after 1 s and stays Scheduled for at least 180 s, far
+    longer than this whole module runs. Only for tests that do not change its events."""
+    yield from _module_server(["--scenario", "platform-maintenance", "--time-scale", "5"],
+                              tmp_path_factory.mktemp("shared"))
 
 
 @pytest.fixture(scope="module")
 def faulty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveSimulator]:
     """A quiet fleet for fault tests: one degraded-hardware Redeploy, NotBefore days
     (scaled: ~17 minutes) ahead, so every VM's incarnation is 2 and nothing moves."""
-    sim = LiveSimulator.start(["--scenario", "degraded-hardware", "--time-scale", "600"],
-                              tmp_path_factory.mktemp("faulty") / "server.stderr")
-    try:
-        sim.wait_for_event("avset-web-vm0")
-        yield sim
-    finally:
-        sim.stop()
-    _check_no_server_errors(sim)
+    yield from _module_server(["--scenario", "degraded-hardware", "--time-scale", "600"],
+                              tmp_path_factory.mktemp("faulty"))
 
 
 def _first_event(doc: Document) -> Event:
