@@ -44,6 +44,14 @@ options:
       - An earlier result of this module (or its RV(raw) document, or a list of events) to diff against.
         The differences are returned as RV(diff).
     type: raw
+  state_path:
+    description:
+      - Path, on the VM, of the state file the M(azure_imds.scheduled_events.scheduled_events_info) caller keeps
+        between cycles (the C(maintenance_cycle) role writes it). When set and O(previous) is not, the events
+        saved there are the base of RV(diff).
+      - A missing file means a first cycle; an unreadable or corrupt one also starts a first cycle, with a warning.
+        This module only reads it.
+    type: path
   wait_for_change:
     description:
       - Poll inside this task until C(DocumentIncarnation) differs from O(since_incarnation), or until
@@ -191,8 +199,8 @@ this_vm:
       description: V(Linux) or V(Windows).
       type: str
 diff:
-  description: Differences from O(previous).
-  returned: when O(previous) is set
+  description: Differences from O(previous), or from the events saved in O(state_path).
+  returned: when O(previous) is set, or O(state_path) holds a loaded state
   type: dict
   contains:
     new:
@@ -217,6 +225,21 @@ diff:
     incarnation_went_backwards:
       description: True when the incarnation is lower than O(previous)'s (IMDS was disabled and re-enabled).
       type: bool
+state:
+  description: The state read from O(state_path), or V(null) when there was none or it was corrupt.
+  returned: when O(state_path) is set
+  type: dict
+state_status:
+  description: V(loaded), V(missing) (first cycle) or V(corrupt) (unreadable or invalid; first cycle).
+  returned: when O(state_path) is set
+  type: str
+quiet:
+  description:
+    - True when there is nothing to do in a maintenance cycle, no events now and none in a loaded state
+      (so nothing to prepare, approve or recover). A missing or corrupt state is never quiet, so that the
+      cycle writes a fresh one.
+  returned: when O(state_path) is set
+  type: bool
 waited:
   description: How O(wait_for_change) ended.
   returned: when O(wait_for_change=true)
@@ -245,7 +268,9 @@ raw:
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native
 
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import load_state
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.events import (
     annotate,
     diff_events,
@@ -266,6 +291,7 @@ def argument_spec():
     spec.update(
         include_instance=dict(type="bool", default=True),
         previous=dict(type="raw"),
+        state_path=dict(type="path"),
         wait_for_change=dict(type="bool", default=False),
         since_incarnation=dict(type="int"),
         wait_timeout=dict(type="float", default=300.0),
@@ -288,12 +314,34 @@ def wait_for_document(client, since, timeout, interval, clock=time.monotonic, sl
         sleep(interval)
 
 
+def read_state(module, path):
+    """(state, status) from the state file on this VM; never fails the task."""
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read().decode("utf-8")
+    except FileNotFoundError:
+        text = None
+    except (OSError, UnicodeDecodeError) as exc:
+        module.warn("cannot read the state file %s (%s); starting as a first cycle." % (path, to_native(exc)))
+        return None, "corrupt"
+    state, status, message = load_state(text)
+    if message:
+        module.warn("%s: %s" % (path, message) if status == "corrupt" else message)
+    return state, status
+
+
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     params = module.params
     if params["wait_timeout"] < 0 or params["poll_interval"] <= 0:
         module.fail_json(msg="wait_timeout must be 0 or more and poll_interval positive.")
-    previous_incarnation, previous_events = fail_on_errors(module, events_of, params["previous"])
+    state, state_status = None, None
+    if params["state_path"]:
+        state, state_status = read_state(module, params["state_path"])
+    previous = params["previous"]
+    if previous is None and state is not None:
+        previous = state
+    previous_incarnation, previous_events = fail_on_errors(module, events_of, previous)
     client = client_from_params(module)
     facts, name = fail_on_errors(module, this_vm, client, params["resource_name"], params["include_instance"])
     result = dict(changed=False)
@@ -325,8 +373,11 @@ def main():
         observed_at=now.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         raw=parsed["raw"],
     )
-    if params["previous"] is not None:
+    if previous is not None:
         result["diff"] = diff_events(previous_events, events, previous_incarnation, parsed["document_incarnation"])
+    if params["state_path"]:
+        result.update(state=state, state_status=state_status,
+                      quiet=state_status == "loaded" and not events and not state["events"])
     module.exit_json(**result)
 
 

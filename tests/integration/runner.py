@@ -1,0 +1,78 @@
+"""Run the collection's playbooks (by FQCN, as users do) on simulated VMs and read what happened."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from tests.live_fleet import LiveFleet
+
+FILES = Path(__file__).resolve().parent / "files"
+RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+
+
+@dataclass
+class PlaybookRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    recap: Dict[str, Dict[str, int]] = field(default_factory=dict)
+
+    def changed(self) -> int:
+        return sum(r["changed"] for r in self.recap.values())
+
+    def failed_hosts(self) -> List[str]:
+        return sorted(h for h, r in self.recap.items() if r["failed"])
+
+
+class CycleBench:
+    """A fleet, its inventory, per-host state files and a log of prepare/recover calls."""
+
+    def __init__(self, fleet: LiveFleet, work: Path, hosts: Optional[List[str]] = None):
+        self.fleet = fleet
+        self.work = work
+        self.hosts = hosts or fleet.vms
+        self.actions_dir = work / "actions"
+        self.actions_dir.mkdir(parents=True, exist_ok=True)
+        self.inventory = work / "inventory.json"
+        self.inventory.write_text(json.dumps({"azure_vms": {
+            "hosts": {h: {"maintenance_cycle_imds_url": fleet.url(h),
+                          "maintenance_cycle_state_path": str(self.state_path(h))} for h in self.hosts},
+            "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                     "actions_dir": str(self.actions_dir)}}}))
+
+    def state_path(self, host: str) -> Path:
+        return self.work / "state" / f"{host}.json"
+
+    def state(self, host: str) -> Optional[Dict[str, Any]]:
+        path = self.state_path(host)
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def actions(self, phase: Optional[str] = None) -> List[Dict[str, Any]]:
+        found = []
+        for path in sorted(self.actions_dir.glob("*.jsonl")):
+            found += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        return sorted((a for a in found if phase in (None, a["phase"])), key=lambda a: a["at"])
+
+    def run(self, playbook: str = "cycle", check: bool = False, prepare: bool = True, recover: bool = True,
+            extra: Optional[Dict[str, Any]] = None, forks: int = 10, env: Optional[Dict[str, str]] = None,
+            timeout: float = 300) -> PlaybookRun:
+        extra_vars: Dict[str, Any] = {"prepare_tasks": str(FILES / "prepare_log.yml") if prepare else "",
+                                      "recover_tasks": str(FILES / "recover_log.yml") if recover else ""}
+        extra_vars.update(extra or {})
+        command = [str(Path(sys.executable).parent / "ansible-playbook"), f"azure_imds.scheduled_events.{playbook}",
+                   "-i", str(self.inventory), "-f", str(forks), "-e", json.dumps(extra_vars)]
+        if check:
+            command.append("--check")
+        environment = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="0",
+                           ANSIBLE_LOCAL_TEMP=str(self.work / "ansible-tmp"), **(env or {}))
+        proc = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=timeout,
+                              cwd=self.work)
+        recap = {m[0]: {"ok": int(m[1]), "changed": int(m[2]), "unreachable": int(m[3]), "failed": int(m[4])}
+                 for m in RECAP.findall(proc.stdout)}
+        return PlaybookRun(proc.returncode, proc.stdout, proc.stderr, recap)

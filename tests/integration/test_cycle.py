@@ -1,0 +1,254 @@
+"""The maintenance_cycle role and the playbooks, run by real ansible-playbook on simulated fleets.
+
+Assertions come from the simulator's ground truth (events, approval log), the
+prepare/recover calls the test task files record, and the state files on the "VMs".
+"""
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Dict, Iterator, List
+
+import pytest
+
+from imds_simulator.fleet import FleetSpec
+from tests.integration.runner import CycleBench
+from tests.live_fleet import LiveFleet
+
+
+def epoch(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+@pytest.fixture
+def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CycleBench]:
+    """CycleBench over LiveFleet(*params): parametrise indirectly with (scenario, time_scale)."""
+    scenario, time_scale = getattr(request, "param", ("platform-maintenance", 60.0))
+    fleet = LiveFleet(scenario, time_scale=time_scale, seed=3)
+    if scenario:
+        fleet.wait_for_events(timeout=10.0)  # scenarios appear 5 scenario seconds in
+    yield CycleBench(fleet, tmp_path)
+    fleet.close()
+
+
+def wait_until(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def by_event(actions: List[Dict[str, Any]], event_id: str) -> Dict[str, float]:
+    return {a["host"]: a["at"] for a in actions if a["event_id"] == event_id}
+
+
+# ----------------------------------------------------------------- the full walk, with watch.yml
+
+@pytest.mark.parametrize("bench", [("platform-maintenance", 100.0)], indirect=True)
+def test_watch_walks_three_fault_domains_safely(bench: CycleBench) -> None:
+    run = bench.run("watch", extra={"watch_seconds": 240, "watch_stop_when_quiet": True, "watch_poll_interval": 0.25,
+                                    "watch_round_seconds": 10})
+    assert run.returncode == 0, run.stdout[-3000:]
+    events = sorted(bench.fleet.truth(), key=lambda e: e["appeared_at"])
+    assert len(events) == 3 and all(e["outcome"] == "completed" for e in events)
+    approvals = bench.fleet.approvals()
+    prepares, recovers = bench.actions("prepare"), bench.actions("recover")
+    for event in events:
+        ids = [a for a in approvals if event["event_id"] in a["event_ids"]]
+        assert len(ids) <= 1, "approved more than once"
+        prepared = by_event(prepares, event["event_id"])
+        assert set(prepared) == set(event["resources"]), "every affected host prepares"
+        if ids:
+            (approval,) = ids
+            assert approval["vm"] == event["resources"][0], "approved by the leader"
+            assert max(prepared.values()) < epoch(approval["at"]), "prepare finished before approval"
+        recovered = by_event(recovers, event["event_id"])
+        assert set(recovered) == set(event["resources"]), "every affected host recovers"
+        assert min(recovered.values()) >= epoch(event["removed_at"]), "recover only after removal"
+    assert any(a for a in approvals), "the watch reacts within the notice and approves"
+    for earlier, later in zip(events, events[1:]):
+        assert min(by_event(prepares, later["event_id"]).values()) >= epoch(earlier["removed_at"]), \
+            "a second fault domain is never prepared while the first is in maintenance"
+    assert all(bench.state(h) and bench.state(h)["events"] == [] for h in bench.hosts)
+
+
+# ----------------------------------------------------------------- approval policy
+
+@pytest.mark.parametrize("bench", [("user-reboot", 60.0)], indirect=True)
+def test_user_reboot_is_approved_at_once_even_without_prepare_tasks(bench: CycleBench) -> None:
+    run = bench.run(prepare=False, env={"ANSIBLE_SHOW_CUSTOM_STATS": "1"})
+    assert run.returncode == 0, run.stdout[-3000:]
+    (event,) = bench.fleet.truth()
+    (approval,) = bench.fleet.approvals()
+    assert (approval["vm"], approval["event_ids"]) == ("avset-web-vm0", [event["event_id"]])
+    assert event["start_reason"] == "approved"
+    assert "CUSTOM STATS" in run.stdout and event["event_id"] in run.stdout.split("CUSTOM STATS")[1]
+
+
+@pytest.mark.parametrize("bench", [("live-migration", 60.0)], indirect=True)
+def test_short_freeze_is_approved_at_once(bench: CycleBench) -> None:
+    run = bench.run(prepare=False)
+    assert run.returncode == 0, run.stdout[-3000:]
+    (approval,) = bench.fleet.approvals()
+    (event,) = [e for e in bench.fleet.truth() if e["event_id"] in approval["event_ids"]]
+    assert event["event_type"] == "Freeze" and approval["vm"] == event["resources"][0]
+
+
+def test_platform_reboot_waits_when_no_prepare_tasks_are_configured(bench: CycleBench) -> None:
+    run = bench.run(prepare=False)
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert bench.fleet.approvals() == []
+    assert "no prepare tasks are configured" in run.stdout
+
+
+@pytest.mark.parametrize("bench", [("spot-eviction", 1.0)], indirect=True)
+def test_preempt_gets_prepare_within_its_30_seconds(bench: CycleBench) -> None:
+    started = time.monotonic()
+    run = bench.run()
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert time.monotonic() - started < 25
+    (event,) = bench.fleet.truth()
+    (victim,) = event["resources"]
+    assert [a["host"] for a in bench.actions("prepare")] == [victim]
+    assert event["status"] == "Started"  # approved once prepared: nothing waits for the notice to run out
+
+
+@pytest.mark.parametrize("bench", [("hardware-failure", 60.0)], indirect=True)
+def test_hardware_failure_gets_no_prepare_and_a_recover_after(bench: CycleBench) -> None:
+    assert bench.run().returncode == 0
+    (event,) = bench.fleet.truth()
+    assert event["start_reason"] == "no_notice"
+    assert bench.actions("prepare") == [] and bench.fleet.approvals() == []
+    wait_until(lambda: bench.fleet.truth()[0]["status"] == "Removed", 30, "the repair to end")
+    assert bench.run().returncode == 0
+    assert set(by_event(bench.actions("recover"), event["event_id"])) == set(event["resources"])
+
+
+@pytest.mark.parametrize("bench", [("cancelled-maintenance", 60.0)], indirect=True)
+def test_cancelled_event_is_recovered_and_never_approved(bench: CycleBench) -> None:
+    policy = {"maintenance_cycle_approve_prepared_events": False}
+    assert bench.run(extra=policy).returncode == 0
+    (event,) = bench.fleet.truth()
+    assert set(by_event(bench.actions("prepare"), event["event_id"])) == set(event["resources"])
+    wait_until(lambda: bench.fleet.truth()[0]["status"] == "Removed", 30, "the cancellation")
+    assert bench.run(extra=policy).returncode == 0
+    assert bench.fleet.truth()[0]["outcome"] == "cancelled"
+    assert set(by_event(bench.actions("recover"), event["event_id"])) == set(event["resources"])
+    assert bench.fleet.approvals() == []
+
+
+# ----------------------------------------------------------------- failure, check mode, idempotence
+
+def test_failing_prepare_fails_the_job_approves_nothing_and_keeps_the_state(bench: CycleBench) -> None:
+    (event,) = bench.fleet.truth()
+    follower = event["resources"][1]
+    run = bench.run(extra={"fail_prepare_on": [follower]})
+    assert run.returncode != 0
+    assert run.failed_hosts() == [follower]
+    assert "Prepare failed on %s" % follower in run.stdout
+    assert bench.fleet.approvals() == []
+    assert bench.state(follower) is None  # not advanced
+    assert bench.fleet.truth()[0]["status"] == "Scheduled"
+
+
+def test_check_mode_approves_nothing_and_writes_no_state(bench: CycleBench) -> None:
+    run = bench.run(check=True)
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert bench.fleet.approvals() == []
+    assert all(bench.state(h) is None for h in bench.hosts)
+    assert bench.actions() == []  # the recording task itself honours check mode
+
+
+@pytest.mark.parametrize("bench", [("degraded-hardware", 1.0)], indirect=True)
+def test_second_run_without_imds_change_changes_nothing(bench: CycleBench) -> None:
+    policy = {"maintenance_cycle_leave_to_not_before": ["Redeploy"]}
+    first = bench.run(extra=policy)
+    assert first.returncode == 0 and first.changed() > 0
+    second = bench.run(extra=policy)
+    assert second.returncode == 0, second.stdout[-3000:]
+    assert second.changed() == 0, second.recap
+    assert len(bench.actions("prepare")) == 1  # prepared once, not again
+    assert "policy leaves Redeploy events to NotBefore" in second.stdout
+
+
+def test_corrupt_state_file_is_a_first_cycle_with_a_warning(bench: CycleBench) -> None:
+    path = bench.state_path("avset-web-vm1")
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    run = bench.run()
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert "the state file is not JSON" in run.stdout + run.stderr
+    assert bench.state("avset-web-vm1")["version"] == 1
+
+
+# ----------------------------------------------------------------- leaders, inventory, fault domains
+
+def test_events_listing_vms_outside_the_play_wait_unless_allowed(bench: CycleBench, tmp_path: Path) -> None:
+    (event,) = bench.fleet.truth()
+    leader, follower = event["resources"]
+    partial = CycleBench(bench.fleet, tmp_path / "partial", hosts=[h for h in bench.hosts if h != leader])
+    run = partial.run()
+    assert run.returncode == 0 and bench.fleet.approvals() == []
+    assert "lists VMs outside this play (%s)" % leader in run.stdout
+    assert partial.run(extra={"maintenance_cycle_approve_outside_inventory": True}).returncode == 0
+    (approval,) = bench.fleet.approvals()
+    assert approval["vm"] == follower  # the first listed VM that is a host of this play
+
+
+@pytest.mark.parametrize("limit, prepared_domains", [(1, 1), (2, 2)])
+def test_fault_domain_limit_defers_the_second_domain(tmp_path: Path, limit: int, prepared_domains: int) -> None:
+    fleet = LiveFleet(None, fleet=FleetSpec(vms=6, fault_domains=3))
+    try:
+        for domain in (0, 1):
+            fleet.inject({"key": f"fd{domain}", "type": "Reboot", "notice_s": 900,
+                          "resources": {"fault_domain": domain}})
+        bench = CycleBench(fleet, tmp_path)
+        run = bench.run(extra={"maintenance_cycle_max_fault_domains_in_maintenance": limit})
+        assert run.returncode == 0, run.stdout[-3000:]
+        prepared = {a["event_id"] for a in bench.actions("prepare")}
+        approved = {i for a in fleet.approvals() for i in a["event_ids"]}
+        assert len(prepared) == prepared_domains and approved == prepared
+        if limit == 1:
+            assert "waits: fault domain(s) 0 in maintenance (limit 1)" in run.stdout
+    finally:
+        fleet.close()
+
+
+# ----------------------------------------------------------------- approve.yml and collect.yml
+
+def test_approve_playbook_sends_each_id_once_from_a_listed_host(bench: CycleBench) -> None:
+    (event,) = bench.fleet.truth()
+    run = bench.run("approve", extra={"event_ids": event["event_id"].lower()})
+    assert run.returncode == 0, run.stdout[-3000:]
+    (approval,) = bench.fleet.approvals()
+    assert approval["vm"] in event["resources"] and approval["event_ids"] == [event["event_id"]]
+
+
+def test_approve_playbook_refuses_unknown_ids(bench: CycleBench) -> None:
+    run = bench.run("approve", extra={"event_ids": "00000000-0000-0000-0000-000000000000"})
+    assert run.returncode != 0
+    assert "are not events of any target host, so they were not approved" in run.stdout
+    assert bench.fleet.approvals() == []
+
+
+def test_collect_playbook_only_reads(bench: CycleBench) -> None:
+    run = bench.run("collect")
+    assert run.returncode == 0 and run.changed() == 0
+    assert bench.fleet.approvals() == [] and all(bench.state(h) is None for h in bench.hosts)
+    served = [len(bench.fleet.engine.vm_state(h).served) for h in bench.hosts]
+    assert all(n == 1 for n in served)
+
+
+def test_role_documentation_renders_every_entry_point() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path as P
+    doc = subprocess.run([str(P(sys.executable).parent / "ansible-doc"), "-t", "role", "--json",
+                          "azure_imds.scheduled_events.maintenance_cycle"], capture_output=True, text=True, timeout=120)
+    assert doc.returncode == 0, doc.stderr
+    entry_points = json.loads(doc.stdout)["azure_imds.scheduled_events.maintenance_cycle"]["entry_points"]
+    assert set(entry_points) == {"main", "query", "prepare", "approve", "recover"}
+    assert "maintenance_cycle_max_fault_domains_in_maintenance" in entry_points["main"]["options"]

@@ -1,0 +1,74 @@
+"""A simulator serving a fleet over real HTTP on loopback, in the test process.
+
+Shared by the module, role and playbook tests: the playbooks run as real
+ansible-playbook subprocesses against it, and tests read its ground truth
+(events, approvals, timeline) directly.
+"""
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from typing import Any, Dict, List, Optional
+
+from imds_simulator import scenario as sc
+from imds_simulator.engine import Engine, EngineOptions
+from imds_simulator.faults import parse_fault
+from imds_simulator.fleet import FleetSpec, build_fleet
+from imds_simulator.server import ServerOptions, Simulator, serve_in_thread
+
+
+class LiveFleet:
+    """A simulator serving over real HTTP on loopback, started in this process."""
+
+    def __init__(self, scenario: Optional[str], time_scale: float = 60.0, seed: int = 1,
+                 fleet: Optional[FleetSpec] = None, **server: Any):
+        loaded = sc.load(scenario) if scenario else None
+        spec = fleet or _fleet_of(loaded)
+        self.engine = Engine(build_fleet(spec), loaded, datetime.now(timezone.utc), time_scale=time_scale,
+                             seed=seed, options=EngineOptions(simulate_impact=server.pop("simulate_impact", True)))
+        self.sim = Simulator(self.engine, ServerOptions(rate_limit=server.pop("rate_limit", 0), **server))
+        self.server, _ = serve_in_thread(self.sim)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    @property
+    def vms(self) -> List[str]:
+        return [v.name for v in self.engine.fleet.vms]
+
+    def url(self, vm: str) -> str:
+        return self.sim.vm_url(vm)
+
+    def fault(self, vm: str, *faults: Dict[str, Any]) -> None:
+        self.sim.faults.add(vm, [parse_fault(f) for f in faults])
+
+    def inject(self, spec: Dict[str, Any]) -> List[str]:
+        with self.sim.lock:
+            before = len(self.engine.events)
+            self.engine.load(sc.from_event(spec), self.sim.clock.now())
+            return [e.event_id for e in self.engine.events[before:]]
+
+    def approvals(self) -> List[Dict[str, Any]]:
+        with self.sim.lock:
+            return list(self.engine.approvals)
+
+    def truth(self) -> List[Dict[str, Any]]:
+        with self.sim.lock:
+            self.engine.advance_to(self.sim.clock.now())
+            return self.engine.event_summaries()
+
+    def wait_for_events(self, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.truth():
+                return
+            time.sleep(0.02)
+        raise AssertionError("the scenario produced no event in time")
+
+
+def _fleet_of(loaded: Optional[sc.Scenario]) -> FleetSpec:
+    fields = dict(loaded.fleet) if loaded else {}
+    if "names" in fields:
+        fields["vms"] = len(fields["names"])
+    return FleetSpec(**fields)
