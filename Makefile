@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 .PHONY: demo test sanity pytest venv clean
 
 demo: $(STAMP)
-	$(PY) -m imds_simulator demo
+	$(PY) tools/demo.py
 
 # Sanity first, so that the last line CI prints is pytest's summary.
 test: sanity pytest

@@ -21,7 +21,8 @@ HEADER = """---
 # Near-real-time reaction from a control node. Each round long-polls every host's IMDS
 # (wait_for_change: one module call per host, polling inside it) and runs a maintenance
 # cycle. The watch ends after watch_seconds (default 600), after {rounds} rounds, or, with
-# watch_stop_when_quiet=true, once every host is quiet again after having seen events.
+# watch_stop_when_quiet=true, once every host has been quiet for watch_quiet_seconds
+# (default 300: walks pause between fault domains) after having seen events.
 # Needed for Preempt's 30 s notice; a schedule of cycle.yml reacts in minutes.
 #   ansible-playbook azure_imds.scheduled_events.watch -i inventory -e target=azure_vms \\
 #       -e watch_seconds=900 -f 20
@@ -46,7 +47,7 @@ HEADER = """---
         watch_deadline: "{{{{ now(utc=true).timestamp() + (watch_seconds | default(600) | float) }}}}"
         watch_since: null
         watch_seen_events: false
-        watch_quiet: false
+        watch_quiet_since: null
         watch_done: false
 
 - &round

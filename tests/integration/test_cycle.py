@@ -50,7 +50,7 @@ def by_event(actions: List[Dict[str, Any]], event_id: str) -> Dict[str, float]:
 @pytest.mark.parametrize("bench", [("platform-maintenance", 100.0)], indirect=True)
 def test_watch_walks_three_fault_domains_safely(bench: CycleBench) -> None:
     run = bench.run("watch", extra={"watch_seconds": 240, "watch_stop_when_quiet": True, "watch_poll_interval": 0.25,
-                                    "watch_round_seconds": 10})
+                                    "watch_round_seconds": 5, "watch_quiet_seconds": 5})
     assert run.returncode == 0, run.stdout[-3000:]
     events = sorted(bench.fleet.truth(), key=lambda e: e["appeared_at"])
     assert len(events) == 3 and all(e["outcome"] == "completed" for e in events)
