@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-test.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
-.PHONY: demo test sanity pytest venv clean
+.PHONY: demo test sanity pytest bench-cycle venv clean
 
 demo: $(STAMP)
 	$(PY) tools/demo.py
@@ -20,6 +20,10 @@ sanity: $(STAMP)
 
 pytest: $(STAMP)
 	$(PY) -m pytest
+
+# Quiet-path cost of a cycle vs one ansible.builtin.uri GET per host (100 hosts; minutes).
+bench-cycle: $(STAMP)
+	$(PY) tools/bench_quiet_cycle.py --hosts 100 --rounds 3
 
 venv: $(STAMP)
 

@@ -26,6 +26,16 @@ stage(_STAGE_ROOT)
 sys.path.insert(0, COLLECTIONS_PATH)
 os.environ["ANSIBLE_COLLECTIONS_PATH"] = COLLECTIONS_PATH
 
+# A developer's own Ansible configuration must not reach the tests (nor the tests
+# write into it): an empty ansible.cfg, and no callback or history settings unless a
+# test passes them itself.
+_EMPTY_CFG = _STAGE_ROOT / "ansible.cfg"
+_EMPTY_CFG.write_text("[defaults]\n")
+os.environ["ANSIBLE_CONFIG"] = str(_EMPTY_CFG)
+for _name in ("ANSIBLE_CALLBACKS_ENABLED", "ANSIBLE_CALLBACK_WHITELIST", "SCHEDULED_EVENTS_HISTORY_PATH",
+              "ANSIBLE_STDOUT_CALLBACK"):
+    os.environ.pop(_name, None)
+
 
 def pytest_unconfigure(config: object) -> None:
     shutil.rmtree(_STAGE_ROOT, ignore_errors=True)

@@ -48,7 +48,8 @@ def run(command: list, env: dict, cwd: Path) -> float:
     proc = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started
     if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(command[:2])} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+        failures = [line for line in proc.stdout.splitlines() if "fatal:" in line or "FAILED" in line][:3]
+        raise SystemExit(f"{command[1]} failed:\n" + "\n".join(failures) + "\n" + proc.stderr[-1500:])
     return elapsed
 
 

@@ -125,6 +125,12 @@ refused:
   returned: always
   type: list
   elements: str
+attempted:
+  description:
+    - Ids of a POST that failed (connection broken, retries exhausted); IMDS may or may not have received it.
+  returned: when the approval request itself failed
+  type: list
+  elements: str
 document_incarnation:
   description: C(DocumentIncarnation) of the document the decision was based on.
   returned: always
@@ -145,6 +151,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.approv
     plan_approval,
     requested_ids,
 )
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.imds import ImdsError
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import (
     IMDS_ARGUMENT_SPEC,
     client_from_params,
@@ -209,7 +216,13 @@ def main():
         result.update(changed=False, approved=[])
         module.fail_json(msg=plan.error, **result)
     if plan.approve and not module.check_mode:
-        fail_on_errors(module, client.approve, plan.approve)
+        try:
+            client.approve(plan.approve)
+        except ImdsError as exc:
+            # The POST may have reached IMDS before the connection broke: say what was sent.
+            result.update(changed=True, approved=[], attempted=plan.approve)
+            module.fail_json(msg="%s, so the approval of %s may or may not have reached IMDS; read the events again."
+                             % (str(exc).rstrip("."), ", ".join(plan.approve)), **result)
         if params["wait_for_start"]:
             started = fail_on_errors(module, wait_until_started, client, plan.approve,
                                      params["wait_timeout"], params["poll_interval"])

@@ -70,3 +70,10 @@ def info(**args: Any) -> Dict[str, Any]:
 
 def approve(**args: Any) -> Dict[str, Any]:
     return {f"{FQCN}.scheduled_events_approve": dict({"imds_url": "{{ imds_url }}"}, **args)}
+
+
+def leader_approves(leader: str) -> Tuple[str, Dict[str, Any]]:
+    """The task "approve": the leader approves its events as read by an earlier task named "read"."""
+    return ("approve", dict(approve(events="{{ r_read.events_for_this_vm }}",
+                                    expected_incarnation="{{ r_read.document_incarnation }}"),
+                            when="inventory_hostname == %r" % leader))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from imds_simulator.fleet import FleetSpec
-from tests.modules.harness import LiveFleet, approve, info, play
+from tests.modules.harness import LiveFleet, approve, info, leader_approves, play
 
 
 SCENARIO_EXPECTATIONS = {
@@ -56,9 +56,7 @@ def test_one_approval_from_the_leader_starts_the_event_for_every_listed_vm(tmp_p
     leader, other = truth["resources"]
     run = play(tmp_path, fleet, [
         ("read", info()),
-        ("approve", dict(approve(events="{{ r_read.events_for_this_vm }}",
-                                 expected_incarnation="{{ r_read.document_incarnation }}"),
-                         when="inventory_hostname == %r" % leader)),
+        leader_approves(leader),
         ("after", info(previous="{{ r_read }}")),
     ], hosts=[leader, other, "avset-web-vm1"])
     assert run.returncode == 0, run.stdout
@@ -293,3 +291,14 @@ def test_resource_name_overrides_the_compute_name(tmp_path: Path, fleet: LiveFle
     anonymous = run.of("avset-web-vm1", "anonymous")
     assert anonymous["events"][0]["affects_this_vm"] is None and anonymous["events_for_this_vm"] == []
     assert any("name is unknown" in w for w in anonymous["warnings"])
+
+
+def test_a_failed_approval_post_says_what_was_attempted(tmp_path: Path, fleet: LiveFleet) -> None:
+    truth = fleet.truth()[0]
+    leader = truth["resources"][0]
+    fleet.fault(leader, {"kind": "status", "status": 503, "count": -1, "method": "POST"})
+    run = play(tmp_path, fleet, [("approve", approve(event_ids=[truth["event_id"]], retries=1))], hosts=[leader])
+    result = run.of(leader, "approve")
+    assert result["failed"] is True and result["attempted"] == [truth["event_id"]] and result["approved"] == []
+    assert "may or may not have reached IMDS" in result["msg"] and "HTTP 503" in result["msg"]
+    assert fleet.approvals() == []  # the fault answered before the simulator's engine saw the POST

@@ -1,0 +1,344 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to azure_imds.scheduled_events
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+name: scheduled_events_history
+type: notification
+short_description: Append every Scheduled Events observation and approval to a history file
+version_added: 0.1.0
+description:
+  - Captures on the control node every document read by M(azure_imds.scheduled_events.scheduled_events_info)
+    (each host, each loop item, each C(until) attempt) and every approval sent by
+    M(azure_imds.scheduled_events.scheduled_events_approve), and appends them to a JSON-lines history file in
+    the collection's observation schema (C(docs/observation-schema.md) in the source repository).
+  - It only reads task results. It adds no task and sends no request to any VM.
+  - An observation line holds C(observed_at) (when the module read the document), C(host) (the inventory
+    hostname, or the C(delegate_to) host of a delegated task), C(vm) (from the module's C(this_vm), with
+    V("") or V(null) for what it did not report), C(document_incarnation), and C(events), the C(Events) array
+    exactly as served (the module's C(raw.Events)). When IMDS answered with an empty body
+    (C(document_available=false)), C(document_incarnation) is V(null) and C(events) is empty.
+  - A read that failed (the module failed, the host was unreachable, the task was skipped) observed nothing and
+    writes nothing. A read that succeeded but was marked failed by C(failed_when), or by C(until) running out of
+    retries, still holds the document it read and is written.
+  - An approval line (C(record) V(approval)) is written for each approve result with a non-empty C(approved)
+    list, unless the task ran in check mode (nothing was sent). Its C(results) maps each id to V(started) when
+    the module's C(wait_for_start) saw it start, else to V(approved). It carries C(vm) when an earlier
+    observation of that host in the same run told which VM it is.
+  - Concurrent runs can share one file. Each write takes an exclusive C(flock) lock on the file and appends
+    whole lines with one C(write). A line left torn by a killed writer is ended before the next record is
+    written, so it stays the only unreadable line.
+  - Capture never fails a run. When the file cannot be written, a warning names the path and the cause, and the
+    run goes on.
+requirements:
+  - enable in callbacks_enabled
+options:
+  path:
+    description:
+      - The history file. Missing parent directories are created.
+      - The environment variable takes precedence over the ini setting (as for every Ansible option).
+    type: path
+    default: ~/.ansible/scheduled_events/history.jsonl
+    env:
+      - name: SCHEDULED_EVENTS_HISTORY_PATH
+    ini:
+      - section: scheduled_events_history
+        key: path
+notes:
+  - To enable it, set C(callbacks_enabled = azure_imds.scheduled_events.scheduled_events_history) in the
+    C([defaults]) section of C(ansible.cfg) (or E(ANSIBLE_CALLBACKS_ENABLED)), and optionally
+    C(path = /var/lib/maintenance/history.jsonl) in its C([scheduled_events_history]) section (or
+    E(SCHEDULED_EVENTS_HISTORY_PATH)).
+  - With C(wait_for_change=true) the info module returns only the last document it read, so only that one is
+    captured.
+  - Results of C(no_log) tasks are censored before callbacks see them and are not captured.
+  - The lock is an advisory C(flock) lock. A write waits up to 10 seconds for it; after one such timeout, records
+    are written only while the lock is free, so a stuck lock never holds a run up twice. On file systems without
+    C(flock) (some network file systems) the file is written without it, after a warning.
+author:
+  - azure_imds.scheduled_events maintainers (@azure-imds)
+"""
+
+import errno
+import fcntl
+import json
+import os
+import re
+import threading
+import time
+from datetime import datetime, timezone
+
+from ansible import context
+from ansible.plugins.callback import CallbackBase
+
+INFO = "scheduled_events_info"
+APPROVE = "scheduled_events_approve"
+DEFAULT_PATH = "~/.ansible/scheduled_events/history.jsonl"
+LOCK_TIMEOUT_S = 10.0
+NO_FLOCK_ERRNOS = frozenset(code for code in (getattr(errno, name, None) for name in ("ENOLCK", "EOPNOTSUPP", "ENOTSUP", "EINVAL"))
+                            if code is not None)
+UTC_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")
+
+
+def utc_now_iso():
+    """Now, UTC, ISO 8601 with milliseconds and Z (the schema's `observed_at` form)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def record_line(record):
+    """One compact JSON line, UTF-8 bytes with its newline."""
+    return (json.dumps(record, separators=(",", ":"), ensure_ascii=False, default=str) + "\n").encode("utf-8")
+
+
+def _text(value):
+    return value if isinstance(value, str) else ""
+
+
+def _domain(value):
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def vm_of(host, this_vm):
+    """The schema's complete `vm` object from the module's `this_vm` (unknown fields "" or null)."""
+    facts = this_vm if isinstance(this_vm, dict) else {}
+    name = facts.get("name")
+    return {
+        "name": name if isinstance(name, str) and name else host,
+        "resource_id": _text(facts.get("resource_id")),
+        "vm_scale_set_name": _text(facts.get("vm_scale_set_name")),
+        "fault_domain": _domain(facts.get("fault_domain")),
+        "update_domain": _domain(facts.get("update_domain")),
+        "zone": _text(facts.get("zone")),
+        "location": _text(facts.get("location")),
+    }
+
+
+def is_completed_read(data):
+    """Whether an info result holds a document read (the module exited normally, output not censored)."""
+    return isinstance(data.get("observed_at"), str) and isinstance(data.get("document_available"), bool) and "raw" in data
+
+
+def observation(host, data):
+    """An observation record from a completed scheduled_events_info result."""
+    raw = data.get("raw")
+    if data.get("document_available") is False or not isinstance(raw, dict):
+        incarnation, events = None, []
+    else:
+        incarnation = raw.get("DocumentIncarnation", data.get("document_incarnation"))
+        events = raw.get("Events")
+        events = events if isinstance(events, list) else []
+    observed_at = data["observed_at"] if UTC_PATTERN.match(data["observed_at"]) else utc_now_iso()
+    return {"observed_at": observed_at, "host": host, "vm": vm_of(host, data.get("this_vm")),
+            "document_incarnation": incarnation, "events": events}
+
+
+def approval(host, data, vm):
+    """An approval record, or None when the result sent nothing."""
+    approved = [i for i in data.get("approved") or [] if isinstance(i, str) and i]
+    if not approved:
+        return None
+    started = set(i.upper() for i in data.get("started") or [] if isinstance(i, str))
+    record = {"record": "approval", "observed_at": utc_now_iso(), "host": host, "event_ids": approved,
+              "results": dict((i, "started" if i.upper() in started else "approved") for i in approved)}
+    if vm is not None:
+        record["vm"] = vm
+    return record
+
+
+class HistoryFile:
+    """Appends whole lines to one file, safely against concurrent writers and torn last lines."""
+
+    def __init__(self, path, lock_timeout=LOCK_TIMEOUT_S):
+        self.path = path
+        self.lock_timeout = lock_timeout
+        self.unlocked_warning = None  # set once when the file system refused flock
+
+    def append(self, data):
+        """Append `data` (bytes of whole lines); raises OSError."""
+        parent = os.path.dirname(self.path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            locked = self._lock(fd)
+            try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    data = b"\n" + data  # end the torn line a killed writer left
+                view = memoryview(data)
+                while view:  # one write of the full bytes; the loop only covers a short write
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                if locked:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def _lock(self, fd):
+        """Take the exclusive lock, waiting up to lock_timeout; False when the file system has no flock."""
+        deadline = time.monotonic() + self.lock_timeout
+        pause = 0.002
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(errno.ETIMEDOUT, "another writer held the lock for more than %g s" % self.lock_timeout)
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+            except OSError as exc:
+                if exc.errno not in NO_FLOCK_ERRNOS:
+                    raise
+                self.unlocked_warning = "the file system does not support flock (%s), so it is written to without a lock" % (
+                    exc.strerror or exc)
+                return False
+
+
+class CallbackModule(CallbackBase):
+    """Append scheduled_events_info observations and scheduled_events_approve approvals to a JSON-lines history."""
+
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "notification"
+    CALLBACK_NAME = "azure_imds.scheduled_events.scheduled_events_history"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._mutex = threading.Lock()  # item and retry callbacks arrive on the results thread
+        self._history = None
+        self._vms = {}
+        self._warned = set()
+
+    # ---- Ansible events -------------------------------------------------------------------------
+
+    def v2_runner_on_ok(self, result):
+        self._capture(result, loop_summary_possible=True)
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._capture(result, loop_summary_possible=True)
+
+    def v2_runner_item_on_ok(self, result):
+        self._capture(result)
+
+    def v2_runner_item_on_failed(self, result):
+        self._capture(result)
+
+    def v2_runner_retry(self, result):
+        self._capture(result)
+
+    # ---- capture --------------------------------------------------------------------------------
+
+    def _capture(self, result, loop_summary_possible=False):
+        try:
+            with self._mutex:
+                record = self._record_of(result, loop_summary_possible)
+                if record is not None:
+                    self._write(record_line(record))
+        except Exception as exc:  # pylint: disable=broad-exception-caught  # capture must never fail a run
+            self._warn_once("scheduled_events_history: could not record a result in %s: %s." % (self._path_for_messages(), _cause(exc)))
+
+    def _record_of(self, result, loop_summary_possible):
+        data = _attr(result, "result", "_result")
+        if not isinstance(data, dict):
+            return None
+        if loop_summary_possible and isinstance(data.get("results"), list):
+            return None  # a loop's summary: its items were captured one by one
+        task = _attr(result, "task", "_task")
+        fields = _attr(result, "task_fields", "_task_fields") or {}
+        short = _action(task, fields).rsplit(".", 1)[-1]
+        if short not in (INFO, APPROVE):
+            return None
+        host = _who_polled(result, fields)
+        if short == INFO:
+            if data.get("skipped") or not is_completed_read(data):
+                return None
+            record = observation(host, data)
+            self._vms[host] = record["vm"]
+            return record
+        if data.get("skipped") or _check_mode(task, fields):
+            return None
+        return approval(host, data, self._vms.get(host))
+
+    # ---- writing --------------------------------------------------------------------------------
+
+    def _write(self, data):
+        history = self._history_file()
+        try:
+            history.append(data)
+        except TimeoutError as exc:
+            if history.lock_timeout:
+                self._warn_once("scheduled_events_history: could not lock the history file %s: %s; records are skipped "
+                                "while it stays locked, and the run goes on." % (history.path, _cause(exc)))
+            history.lock_timeout = 0  # never hold the run up twice: later records are written only if the lock is free
+            return
+        except Exception as exc:  # pylint: disable=broad-exception-caught  # capture must never fail a run
+            self._warn_once("scheduled_events_history: could not append to the history file %s: %s; "
+                            "the run goes on without recording there." % (history.path, _cause(exc)))
+            return
+        if history.unlocked_warning:
+            self._warn_once("scheduled_events_history: %s: %s." % (history.path, history.unlocked_warning))
+
+    def _history_file(self):
+        if self._history is None:
+            self._history = HistoryFile(self._configured_path())
+        return self._history
+
+    def _configured_path(self):
+        try:
+            path = self.get_option("path")
+        except Exception:  # pylint: disable=broad-exception-caught  # options not loaded: fall back like the documentation says
+            path = os.environ.get("SCHEDULED_EVENTS_HISTORY_PATH") or DEFAULT_PATH
+        return os.path.abspath(os.path.expanduser(path or DEFAULT_PATH))
+
+    def _path_for_messages(self):
+        return self._history.path if self._history is not None else "the history file"
+
+    def _warn_once(self, message):
+        if message not in self._warned:
+            self._warned.add(message)
+            try:
+                self._display.warning(message)
+            except Exception:  # pylint: disable=broad-exception-caught  # a display failure must not fail the run either
+                pass
+
+
+def _attr(result, name, legacy):
+    """A TaskResult attribute by its ansible-core 2.19 name, else by its older private name."""
+    value = getattr(result, name, None)
+    return value if value is not None else getattr(result, legacy, None)
+
+
+def _action(task, fields):
+    """The task's resolved action (FQCN) when known, else its action as written."""
+    for value in (fields.get("_resolved_action"), getattr(task, "_resolved_action", None), fields.get("action"),
+                  getattr(task, "action", None)):
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _who_polled(result, fields):
+    delegate = fields.get("delegate_to")
+    if isinstance(delegate, str) and delegate and "{{" not in delegate:
+        return delegate
+    host = _attr(result, "host", "_host")
+    return host.get_name() if host is not None else "unknown"
+
+
+def _check_mode(task, fields):
+    """Whether the task ran in check mode: the worker's resolved task field, else the task, else --check."""
+    for value in (fields.get("check_mode"), getattr(task, "check_mode", None)):
+        if isinstance(value, bool):
+            return value
+    return bool(context.CLIARGS.get("check", False))
+
+
+def _cause(exc):
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or exc.__class__.__name__
