@@ -6,9 +6,10 @@ in a scale set with a single fault domain, is the `affected_only` scope.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
+
+from .jsonfile import read_json
 
 KINDS = ("availability_set", "scale_set")
 SCOPES = ("set", "affected_only")
@@ -167,13 +168,7 @@ def _make_vm(spec: FleetSpec, index: int) -> VM:
 
 def load_fleet_spec(path: str) -> FleetSpec:
     """Read a fleet file (JSON, the fields of FleetSpec); one clear sentence on error."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except OSError as exc:
-        raise FleetError(f"cannot read fleet file {path}: {exc.strerror}.") from None
-    except ValueError as exc:
-        raise FleetError(f"fleet file {path} is not valid JSON ({exc}).") from None
+    data = read_json(path, "fleet", FleetError)
     if not isinstance(data, dict):
         raise FleetError(f"fleet file {path} must hold a JSON object.")
     known = set(FleetSpec.__dataclass_fields__)

@@ -11,7 +11,6 @@ other scenario. See docs/scenarios.md for the format.
 """
 from __future__ import annotations
 
-import json
 import os
 import random
 from dataclasses import dataclass, field, replace
@@ -19,6 +18,7 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from .jsonfile import read_json
 from .wire import EVENT_SOURCES, EVENT_TYPES
 
 SCENARIO_DIR = os.path.join(os.path.dirname(__file__), "scenarios")
@@ -109,19 +109,12 @@ def available() -> List[Scenario]:
 def load(name_or_path: str, params: Optional[Dict[str, float]] = None) -> Scenario:
     """A bundled scenario by name, or a user's scenario file by path."""
     path = name_or_path
-    if not os.path.sep in name_or_path and not name_or_path.endswith(".json"):
+    if os.path.sep not in name_or_path and not name_or_path.endswith(".json"):
         path = os.path.join(SCENARIO_DIR, name_or_path + ".json")
         if not os.path.exists(path):
             known = ", ".join(f[:-5] for f in sorted(os.listdir(SCENARIO_DIR)) if f.endswith(".json"))
             raise ScenarioError(f"no scenario named {name_or_path!r}; known scenarios: {known}.")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except OSError as exc:
-        raise ScenarioError(f"cannot read scenario file {path}: {exc.strerror}.") from None
-    except ValueError as exc:
-        raise ScenarioError(f"scenario file {path} is not valid JSON ({exc}).") from None
-    return parse(data, params or {}, source=path)
+    return parse(read_json(path, "scenario", ScenarioError), params or {}, source=path)
 
 
 def parse(data: Any, params: Dict[str, float], source: str = "scenario") -> Scenario:
