@@ -4,10 +4,10 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
-REQS   := requirements.txt requirements-test.txt
+REQS   := requirements.txt requirements-test.txt requirements-analysis.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
-.PHONY: demo test sanity pytest bench-cycle venv clean
+.PHONY: demo test sanity pytest notebooks bench-cycle bench-analysis venv clean
 
 demo: $(STAMP)
 	$(PY) tools/demo.py
@@ -20,6 +20,15 @@ sanity: $(STAMP)
 
 pytest: $(STAMP)
 	$(PY) -m pytest
+
+# JupyterLab on the analysis notebooks; they read the last `make demo` history if there is one,
+# else the shipped (simulated) sample. SCHEDULED_EVENTS_HISTORY=path/or/glob picks another.
+notebooks: $(STAMP)
+	$(VENV)/bin/jupyter lab notebooks/
+
+# load_history + event_lifecycles vs a plain parse of the same 1,000,000-observation file.
+bench-analysis: $(STAMP)
+	$(PY) tools/bench_analysis.py --observations 1000000 --rounds 3
 
 # Quiet-path cost of a cycle vs one ansible.builtin.uri GET per host (100 hosts; minutes).
 bench-cycle: $(STAMP)
@@ -34,6 +43,9 @@ $(STAMP):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(addprefix -r ,$(REQS))
+	# The repository's Python packages (imds_simulator, event_analysis) importable from anywhere,
+	# notebooks' kernels included.
+	$(PY) -c 'import site, pathlib; pathlib.Path(site.getsitepackages()[0], "azure_imds_repo.pth").write_text("$(CURDIR)\n")'
 	touch $@
 
 clean:

@@ -42,6 +42,10 @@ def prepare_work() -> Dict[str, str]:
     (WORK / "state").mkdir(parents=True)
     HISTORY.parent.mkdir(parents=True, exist_ok=True)
     HISTORY.write_text("")  # this demo's history only
+    # Tells event_analysis (and the notebooks) that these seconds are compressed TIME_SCALE times.
+    Path(str(HISTORY) + ".meta.json").write_text(json.dumps({
+        "simulated": True, "time_scale": TIME_SCALE,
+        "source": "make demo: the watch playbook against the IMDS simulator (platform-maintenance)"}) + "\n")
     collections = WORK / "collections"
     stage(collections)
     return dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_NOCOLOR="1",
@@ -100,9 +104,36 @@ def report(sim: Simulator, started: float, returncode: int) -> int:
     recovered_all = all({a["host"] for a in actions if a["event_id"] == ev["event_id"] and a["phase"] == "recover"}
                         == set(ev["resources"]) for ev in events)
     ok = returncode == 0 and done and not overlap and recovered_all
+    analyse()
     print("Demo " + ("finished: every event prepared, approved, completed and recovered." if ok
                      else f"did not finish cleanly (ansible-playbook exit {returncode}); see the log."))
     return 0 if ok else 1
+
+
+def analyse() -> None:
+    """What event_analysis (the notebooks' library) reads from the history just captured."""
+    import event_analysis as ea
+    frame = ea.load_history(HISTORY, warn=False)
+    lifecycles = ea.event_lifecycles(frame)
+    checked = ea.notice_check(lifecycles)
+    windows = ea.fault_domain_windows(lifecycles)
+    print(f"\nAnalysis of the captured history ({ea.report_of(frame).summary()[:-1]}; "
+          f"seconds below are simulated seconds, time scale {TIME_SCALE:g}):")
+    for row in checked.itertuples():
+        print(f"  {row.vm}: notice {_span(row.notice_s_min, row.notice_s_max)} s ({row.notice_verdict}), "
+              f"Started to gone {_span(row.started_to_gone_s_min, row.started_to_gone_s_max)} s, {row.outcome}")
+    overlaps = ea.domain_overlaps(lifecycles)
+    print(f"  fault domains walked {ea.walk_order(windows)}; {len(overlaps)} overlap(s) between fault domains.")
+    print("Explore it in JupyterLab (notice times, durations, fault-domain serialisation): make notebooks")
+
+
+def _span(low: Any, high: Any) -> str:
+    """An interval read from polls; an open end (no earlier poll) shows as '?'."""
+    import pandas as pd
+
+    def show(value: Any) -> str:
+        return "?" if pd.isna(value) else f"{value:.0f}"
+    return f"{show(low)}..{show(high)}"
 
 
 def main() -> int:

@@ -1,0 +1,194 @@
+"""event_lifecycles: the intervals it reports must contain what really happened.
+
+Truth comes from the simulator engine that generated the history (its record of each event),
+never from the code under test; hand-written histories cover the edge cases.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Dict
+
+import pandas as pd
+import pytest
+
+import event_analysis as ea
+from tests.analysis.histories import (Simulated, approval, at, event, observation, parse, simulate,
+                                      write_lines)
+
+SLACK = timedelta(milliseconds=1)  # observed_at is written with millisecond precision
+
+
+def expected_outcome(truth: Dict[str, Any]) -> str:
+    if truth["start_reason"] == "no_notice":
+        return "no-notice"
+    return {"completed": "completed", "cancelled": "cancelled"}.get(truth["outcome"], "open")
+
+
+def lifecycle_rows(lifecycles: pd.DataFrame, event_id: str) -> pd.DataFrame:
+    return lifecycles[lifecycles["event_id"] == event_id]
+
+
+def within(value: Any, low: Any, high: Any) -> bool:
+    """low < value <= high, where a missing low bound means unbounded."""
+    above = pd.isna(low) or value > low.to_pydatetime() - SLACK
+    return bool(above and value <= high.to_pydatetime() + SLACK)
+
+
+def in_range(value: float, low: Any, high: Any, slack: float = 0.001) -> bool:
+    """low <= value <= high in seconds; a missing bound is unbounded on that side."""
+    return (pd.isna(low) or low - slack <= value) and (pd.isna(high) or value <= high + slack)
+
+
+def check_against_truth(sim: Simulated, lifecycles: pd.DataFrame) -> int:
+    checked = 0
+    for truth in sim.truth:
+        rows = lifecycle_rows(lifecycles, truth["event_id"])
+        assert set(rows["vm"]) == set(truth["resources"]), f"one row per affected VM for {truth['key']}"
+        appeared, started, removed = (parse(truth[k]) for k in ("appeared_at", "started_at", "removed_at"))
+        for _, row in rows.iterrows():
+            assert row["outcome"] == expected_outcome(truth), truth
+            assert row["event_type"] == truth["event_type"] and row["duration_s"] == truth["duration_s"]
+            assert row["fault_domain"] == sim.fault_domains[row["vm"]]
+            assert within(appeared, row["appeared_after"], row["first_seen"]), (row, truth)
+            if started and row["outcome"] != "no-notice":
+                assert within(started, row["started_after"], row["started_seen"]), (row, truth)
+            if removed and row["outcome"] != "open":
+                assert within(removed, row["last_seen"], row["gone_at"]), (row, truth)
+            if truth["not_before"] and row["outcome"] != "no-notice":
+                # NotBefore is served with whole seconds
+                served = parse(truth["not_before"]).replace(microsecond=0)
+                notice = (served - appeared).total_seconds()
+                assert in_range(notice, row["notice_s_min"], row["notice_s_max"]), (row, truth)
+            if started and removed and row["outcome"] == "completed":
+                length = (removed - started).total_seconds()
+                assert in_range(length, row["started_to_gone_s_min"], row["started_to_gone_s_max"]), (row, truth)
+                assert in_range(truth["impact_s"], row["impact_s_min"], row["impact_s_max"]), (row, truth)
+            checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("scenario, poll, seed", [
+    ("platform-maintenance", 1.0, 1), ("platform-maintenance", 7.0, 2), ("live-migration", 3.0, 3),
+    ("cancelled-maintenance", 5.0, 4), ("hardware-failure", 2.0, 5), ("user-redeploy", 10.0, 6),
+])
+def test_intervals_contain_the_simulator_truth(tmp_path: Path, scenario: str, poll: float, seed: int) -> None:
+    sim = simulate(tmp_path, scenario, days=0.1, poll=poll, seed=seed, vms=6, fault_domains=3)
+    lifecycles = ea.event_lifecycles(ea.load_history(sim.path))
+    assert check_against_truth(sim, lifecycles) >= 1
+
+
+def test_a_mixed_week_with_approvals(tmp_path: Path) -> None:
+    sim = simulate(tmp_path, "fleet-mix", days=3, poll=10, seed=8, approve="user", vms=6, fault_domains=3,
+                   name="mix.jsonl.gz")
+    lifecycles = ea.event_lifecycles(ea.load_history(sim.path))
+    assert check_against_truth(sim, lifecycles) > 20
+    assert {"completed", "cancelled", "no-notice"} <= set(lifecycles["outcome"])
+    for truth in sim.truth:
+        rows = lifecycle_rows(lifecycles, truth["event_id"])
+        assert set(rows["approved"]) == {bool(truth["approved_by"])}
+        if truth["approved_by"]:
+            assert set(rows["approved_by"]) == {truth["approved_by"][0]}
+            assert abs((rows["approved_at"].iloc[0].to_pydatetime() - parse(truth["first_approved_at"])).total_seconds()) < 0.01
+
+
+def test_time_scale_turns_compressed_seconds_back(tmp_path: Path) -> None:
+    sim = simulate(tmp_path, "platform-maintenance", days=0.05, poll=2, seed=3, vms=2, fault_domains=2)
+    plain = ea.event_lifecycles(ea.load_history(sim.path))
+    (tmp_path / "history.jsonl.meta.json").write_text('{"simulated": true, "time_scale": 60}')
+    frame = ea.load_history(sim.path)
+    assert ea.report_of(frame).simulated and ea.report_of(frame).time_scale == 60
+    scaled = ea.event_lifecycles(frame)
+    assert (scaled["notice_s_min"] / plain["notice_s_min"]).round(6).eq(60).all()
+    assert (scaled["first_seen"] == plain["first_seen"]).all()  # moments stay on the recorded clock
+
+
+# ----------------------------------------------------------------- hand-written edge cases
+
+def test_an_event_first_seen_started_has_no_notice(tmp_path: Path) -> None:
+    lines = [observation(0, "vm0", []), observation(10, "vm0", [event("E", "Started", ["vm0"])]),
+             observation(20, "vm0", [event("E", "Started", ["vm0"])]), observation(30, "vm0", [])]
+    (row,) = ea.event_lifecycles(ea.load_history(write_lines(tmp_path / "h.jsonl", lines))).itertuples()
+    assert row.outcome == "no-notice" and pd.isna(row.notice_s_min) and pd.isna(row.notice_s_max)
+    assert row.started_to_gone_s_min == 10 and row.started_to_gone_s_max == 30
+    assert row.scheduled_s_min == 0 and row.scheduled_s_max == 0
+
+
+def test_a_cancelled_event_never_started(tmp_path: Path) -> None:
+    nb = at(900)
+    scheduled = event("C", "Scheduled", ["vm0"], not_before=nb)
+    lines = [observation(0, "vm0", []), observation(10, "vm0", [scheduled]), observation(20, "vm0", [scheduled]),
+             observation(30, "vm0", [])]
+    (row,) = ea.event_lifecycles(ea.load_history(write_lines(tmp_path / "h.jsonl", lines))).itertuples()
+    assert row.outcome == "cancelled" and pd.isna(row.started_seen)
+    assert (row.notice_s_min, row.notice_s_max) == (890, 900)
+    assert (row.scheduled_s_min, row.scheduled_s_max) == (10, 30)
+    assert row.gone_at == pd.Timestamp(at(30))
+
+
+def test_an_empty_document_after_the_24h_disable_is_not_a_removal(tmp_path: Path) -> None:
+    """IMDS re-enabling answers 200 with no body (null incarnation), then restarts incarnations."""
+    scheduled = event("R", "Scheduled", ["vm0"], not_before=at(5000))
+    lines = [observation(0, "vm0", [scheduled], incarnation=7),
+             observation(100, "vm0", [], incarnation=None),  # "no document yet"
+             observation(200, "vm0", [scheduled], incarnation=1),  # incarnation went backwards
+             observation(300, "vm0", [event("R", "Started", ["vm0"])], incarnation=2),
+             observation(400, "vm0", [], incarnation=3)]
+    (row,) = ea.event_lifecycles(ea.load_history(write_lines(tmp_path / "h.jsonl", lines))).itertuples()
+    assert row.outcome == "completed" and row.polls == 3
+    assert row.last_scheduled == pd.Timestamp(at(200)) and row.started_after == pd.Timestamp(at(200))
+    assert row.appeared_before_capture
+
+
+def test_gaps_widen_the_interval_and_hosts_keep_their_own_rate(tmp_path: Path) -> None:
+    ev = event("G", "Scheduled", ["fast", "slow"], not_before=at(2000))
+    started = event("G", "Started", ["fast", "slow"])
+    lines = [observation(s, "fast", [ev] if 100 <= s < 1000 else [started] if 1000 <= s < 1500 else [])
+             for s in range(0, 2000, 10) if not 1200 <= s < 1400]  # a 200 s hole while Started
+    lines += [observation(s, "slow", [ev] if 100 <= s < 1000 else [started] if 1000 <= s < 1500 else [])
+              for s in range(5, 2000, 60)]
+    frame = ea.event_lifecycles(ea.load_history(write_lines(tmp_path / "h.jsonl", lines))).set_index("host")
+    fast, slow = frame.loc["fast"], frame.loc["slow"]
+    assert (fast.notice_s_min, fast.notice_s_max) == (1900, 1910)
+    assert (slow.notice_s_min, slow.notice_s_max) == (1875, 1935)
+    assert fast.poll_interval_s == 10 and slow.poll_interval_s == 60
+    assert (fast.impact_s_min, fast.impact_s_max) == (190, 210)  # the 210 s silence
+    assert slow.started_after == pd.Timestamp(at(965)) and slow.started_seen == pd.Timestamp(at(1025))
+
+
+def test_only_listed_vms_get_a_row_and_names_match_exactly(tmp_path: Path) -> None:
+    ev = event("M", "Scheduled", ["_VM1", "vm2"], not_before=at(900))
+    lines = [observation(s, host, [ev]) for s in (0, 10) for host in ("vm1", "vm10", "vm2", "vm3")]
+    lifecycles = ea.event_lifecycles(ea.load_history(write_lines(tmp_path / "h.jsonl", lines)))
+    assert sorted(lifecycles["vm"]) == ["vm1", "vm2"]  # legacy "_", case-insensitive; vm10 is not vm1
+    everyone = ea.event_lifecycles(ea.load_history(tmp_path / "h.jsonl"), affected_only=False)
+    assert len(everyone) == 4
+
+
+def test_duplicate_lines_count_once(tmp_path: Path) -> None:
+    ev = event("D", "Scheduled", ["vm0"], not_before=at(900))
+    lines = [observation(0, "vm0", []), observation(10, "vm0", [ev]), observation(10, "vm0", [ev]),
+             observation(20, "vm0", [ev]), approval(21, "vm0", ["D"]), approval(21, "vm0", ["D"]),
+             observation(30, "vm0", [])]
+    with pytest.warns(ea.HistoryWarning, match="2 duplicate"):
+        frame = ea.load_history(write_lines(tmp_path / "h.jsonl", lines))
+    assert ea.report_of(frame).duplicates == 2 and ea.report_of(frame).records == 7 - 2
+    (row,) = ea.event_lifecycles(frame).itertuples()
+    assert row.polls == 2 and row.approved and row.approved_by == "vm0"
+
+
+def test_unsorted_lines_from_several_files_are_put_in_order(tmp_path: Path) -> None:
+    ev = event("U", "Scheduled", ["vm0"], not_before=at(900))
+    write_lines(tmp_path / "b.jsonl", [observation(30, "vm0", []), observation(20, "vm0", [ev])])
+    write_lines(tmp_path / "a.jsonl", [observation(10, "vm0", [ev]), observation(0, "vm0", [])])
+    (row,) = ea.event_lifecycles(ea.load_history(tmp_path / "*.jsonl")).itertuples()
+    assert (row.first_seen, row.gone_at) == (pd.Timestamp(at(10)), pd.Timestamp(at(30)))
+    assert row.outcome == "cancelled"
+
+
+def test_a_history_without_events_gives_no_lifecycles(tmp_path: Path) -> None:
+    frame = ea.load_history(write_lines(tmp_path / "h.jsonl", [observation(s, "vm0", []) for s in (0, 10)]))
+    lifecycles = ea.event_lifecycles(frame)
+    assert lifecycles.empty and list(lifecycles.columns) == list(ea.lifecycles.LIFECYCLE_COLUMNS)
+    assert ea.fault_domain_windows(lifecycles).empty
+

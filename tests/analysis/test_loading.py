@@ -1,0 +1,139 @@
+"""load_history: every line is used or counted with its reason; files, globs, gzip and Parquet."""
+from __future__ import annotations
+
+import gzip
+import json
+import string
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import event_analysis as ea
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils import events as module_events
+from event_analysis.records import affected
+from tests.analysis.histories import at, approval, event, observation, simulate, write_lines
+
+
+def good_lines() -> list:
+    ev = event("E1", "Scheduled", ["vm0", "vm1"], not_before=at(900))
+    return [observation(0, "vm0", []), observation(10, "vm0", [ev]), approval(11, "vm0", ["E1"]),
+            observation(12, "vm1", [ev], fault_domain=1), observation(20, "vm0", [])]
+
+
+def test_a_clean_history_loads_every_record(tmp_path: Path) -> None:
+    frame = ea.load_history(write_lines(tmp_path / "h.jsonl", good_lines()))
+    report = ea.report_of(frame)
+    assert (report.records, report.observations, report.approvals, report.bad) == (5, 4, 1, {})
+    assert len(frame) == 5  # two empty polls, two sightings, one approved id
+    seen = frame[frame["event_id"].notna() & (frame["record"] == "observation")]
+    assert seen["not_before"].tolist() == [pd.Timestamp(at(900))] * 2
+    assert seen["affects_vm"].all() and str(frame["observed_at"].dtype) == "datetime64[ns, UTC]"
+    assert frame["host"].is_monotonic_increasing or list(frame["host"].unique()) == ["vm0", "vm1"]
+
+
+def test_bad_lines_are_counted_by_reason_with_their_line_numbers(tmp_path: Path) -> None:
+    lines = good_lines()
+    lines.insert(1, '{"observed_at": "2026-01-05T00:00:05.000Z", "host": "vm0"')  # cut mid-line: invalid
+    lines.insert(3, "[1, 2, 3]")  # JSON, not a record
+    lines.insert(4, json.dumps(dict(observation(11, "vm0", []), document_incarnation="three")))  # wrong type
+    lines.insert(5, json.dumps({"record": "heartbeat", "observed_at": "2026-01-05T00:00:11.000Z", "host": "vm0"}))
+    lines.insert(6, json.dumps(dict(observation(11, "vm0", []), observed_at="yesterday")))
+    lines.insert(7, "")
+    path = write_lines(tmp_path / "h.jsonl", lines)
+    with path.open("a") as handle:
+        handle.write('{"observed_at": "2026-01-05T00:00:30.000Z", "host": "vm0", "vm": {"na')  # torn last write
+    with pytest.warns(ea.HistoryWarning, match="skipped 6 bad line"):
+        frame = ea.load_history(path)
+    report = ea.report_of(frame)
+    assert report.bad == {"invalid JSON": 1, "unknown schema": 4, "truncated last line": 1}
+    assert sorted(e.line for e in report.examples) == [2, 4, 5, 6, 7, 12]  # line 8 is blank
+    assert report.records == 5 and len(ea.event_lifecycles(frame)) == 2
+
+
+def test_a_bad_line_deep_in_a_big_file_costs_only_that_line(tmp_path: Path) -> None:
+    records = [observation(s, "vm0", []) for s in range(0, 50_000, 10)]
+    text = [json.dumps(r) for r in records]
+    text[2500] = text[2500][:40]
+    path = tmp_path / "big.jsonl"
+    path.write_text("\n".join(text) + "\n")
+    with pytest.warns(ea.HistoryWarning):
+        report = ea.report_of(ea.load_history(path))
+    assert report.records == len(records) - 1 and report.bad == {"invalid JSON": 1}
+    assert [e.line for e in report.examples] == [2501]
+
+
+def test_gzip_globs_and_lists_of_files(tmp_path: Path) -> None:
+    lines = good_lines()
+    write_lines(tmp_path / "a.jsonl", lines[:2])
+    with gzip.open(tmp_path / "b.jsonl.gz", "wt") as handle:
+        handle.write("".join(json.dumps(r) + "\n" for r in lines[2:]))
+    by_glob = ea.load_history(str(tmp_path / "*.jsonl*"))
+    by_list = ea.load_history([tmp_path / "b.jsonl.gz", tmp_path / "a.jsonl"])
+    assert ea.report_of(by_glob).records == 5 and len(ea.report_of(by_glob).files) == 2
+    pd.testing.assert_frame_equal(by_glob, by_list)
+
+
+@pytest.mark.parametrize("name, message", [
+    ("missing.jsonl", "no history file at"), ("*.nothing", "no history file matches"), (".", "is a directory"),
+])
+def test_unusable_paths_fail_with_one_sentence(tmp_path: Path, name: str, message: str) -> None:
+    with pytest.raises(ea.HistoryError, match=message) as raised:
+        ea.load_history(tmp_path / name if name != "." else tmp_path)
+    assert str(raised.value).count(". ") == 0 and str(raised.value).endswith(".")
+
+
+def test_a_corrupt_gzip_or_sidecar_is_one_sentence(tmp_path: Path) -> None:
+    (tmp_path / "h.jsonl.gz").write_bytes(b"\x1f\x8b" + b"not really gzip")
+    with pytest.raises(ea.HistoryError, match="cannot read"):
+        ea.load_history(tmp_path / "h.jsonl.gz")
+    write_lines(tmp_path / "h.jsonl", good_lines())
+    (tmp_path / "h.jsonl.meta.json").write_text('{"time_scale": -3}')
+    with pytest.raises(ea.HistoryError, match="must be positive"):
+        ea.load_history(tmp_path / "h.jsonl")
+
+
+def test_histories_at_different_time_scales_are_not_mixed(tmp_path: Path) -> None:
+    write_lines(tmp_path / "a.jsonl", good_lines())
+    write_lines(tmp_path / "b.jsonl", good_lines())
+    (tmp_path / "b.jsonl.meta.json").write_text('{"simulated": true, "time_scale": 60}')
+    with pytest.raises(ea.HistoryError, match="different simulator time scales"):
+        ea.load_history(tmp_path / "*.jsonl")
+
+
+def test_parquet_round_trip_keeps_rows_and_report(tmp_path: Path) -> None:
+    sim = simulate(tmp_path, "fleet-mix", days=1, poll=15, seed=4, approve="user", vms=6, fault_domains=3)
+    with sim.path.open("a") as handle:
+        handle.write("not json\n")
+    with pytest.warns(ea.HistoryWarning):
+        original = ea.load_history(sim.path)
+    report = ea.to_parquet(sim.path, tmp_path / "h.parquet")
+    assert report.bad == {"invalid JSON": 1}
+    with pytest.warns(ea.HistoryWarning):
+        again = ea.load_history(tmp_path / "h.parquet")
+    pd.testing.assert_frame_equal(original, again)
+    assert ea.report_of(again).bad == {"invalid JSON": 1} and ea.report_of(again).records == ea.report_of(original).records
+    pd.testing.assert_frame_equal(ea.event_lifecycles(original), ea.event_lifecycles(again))
+
+
+def test_a_parquet_file_of_something_else_is_refused(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+    pq.write_table(pa.table({"x": [1]}), tmp_path / "other.parquet")
+    with pytest.raises(ea.HistoryError, match="not an observations Parquet file"):
+        ea.load_history(tmp_path / "other.parquet")
+
+
+# ----------------------------------------------------------------- the same "affects" rule as the modules
+
+NAMES = st.text(alphabet=string.ascii_letters + string.digits + "-_", min_size=1, max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(vm_name=NAMES, resources=st.lists(NAMES, max_size=5))
+def test_vectorised_affects_agrees_with_module_utils(vm_name: str, resources: list) -> None:
+    expected = module_events.affects({"resources": resources}, vm_name)
+    got = affected(pa.array([resources], pa.list_(pa.string())), pa.array([vm_name]))
+    assert bool(got[0]) == expected

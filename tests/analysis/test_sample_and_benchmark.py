@@ -1,0 +1,48 @@
+"""The shipped sample history is what its generator writes; the benchmark script measures and reports."""
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import event_analysis as ea
+from tools.make_sample_history import NAME, make
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "notebooks" / "data" / NAME
+
+
+def test_the_sample_history_is_reproducible_and_labelled_simulated(tmp_path: Path) -> None:
+    fresh = make(tmp_path)
+    assert gzip.decompress(fresh.read_bytes()) == gzip.decompress(SAMPLE.read_bytes()), \
+        "notebooks/data is stale: run python tools/make_sample_history.py"
+    meta = json.loads((SAMPLE.parent / (NAME + ".meta.json")).read_text())
+    assert meta["simulated"] is True and "SIMULATED" in meta["description"]
+    assert "simulated" in (SAMPLE.parent / "README.md").read_text().lower()
+
+
+def test_the_sample_holds_what_the_notebooks_promise() -> None:
+    lifecycles = ea.event_lifecycles(ea.load_history(ea.SAMPLE_HISTORY))
+    assert ea.report_of(lifecycles.pipe(lambda _: ea.load_history(ea.SAMPLE_HISTORY))).simulated
+    assert lifecycles["vm"].nunique() == 6
+    kinds = set(zip(lifecycles["event_type"], lifecycles["event_source"], lifecycles["outcome"]))
+    assert ("Reboot", "Platform", "completed") in kinds and ("Reboot", "User", "completed") in kinds
+    assert ("Freeze", "Platform", "completed") in kinds and ("Reboot", "Platform", "cancelled") in kinds
+    assert ("Reboot", "Platform", "no-notice") in kinds
+    assert lifecycles["approved"].any()
+
+
+def test_the_benchmark_reports_both_times_and_the_ratio() -> None:
+    run = subprocess.run([sys.executable, "tools/bench_analysis.py", "--observations", "20000", "--rounds", "1"],
+                         cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr
+    assert re.search(r"history: \d+ observations", run.stdout)
+    times = dict(re.findall(r"^\s+(parse|arrow|ours)\s+([\d.]+) s", run.stdout, re.M))
+    ratio = float(re.search(r"ratio ours / parse = ([\d.]+)", run.stdout).group(1))
+    assert set(times) == {"parse", "arrow", "ours"}
+    ours, parse = float(times["ours"]), float(times["parse"])
+    # the ratio printed is the ratio of the times printed (each rounded to 1 ms)
+    assert (ours - 0.0005) / (parse + 0.0005) - 0.005 <= ratio <= (ours + 0.0005) / (parse - 0.0005) + 0.005
