@@ -4,6 +4,8 @@ from __future__ import annotations
 import gzip
 import json
 import string
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -137,3 +139,21 @@ def test_vectorised_affects_agrees_with_module_utils(vm_name: str, resources: li
     expected = module_events.affects({"resources": resources}, vm_name)
     got = affected(pa.array([resources], pa.list_(pa.string())), pa.array([vm_name]))
     assert bool(got[0]) == expected
+
+
+# ----------------------------------------------------------------- command line
+
+def run_cli(*args: str) -> "subprocess.CompletedProcess[str]":
+    return subprocess.run([sys.executable, "-m", "event_analysis", *args], capture_output=True, text=True,
+                          timeout=120, check=False, cwd=Path(__file__).resolve().parents[2])
+
+
+def test_the_command_line_summarises_converts_and_fails_in_one_sentence(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "h.jsonl", good_lines() + ["{oops"])
+    summary = run_cli("summary", str(path))
+    assert summary.returncode == 0 and "skipped 1 bad line(s): 1 invalid JSON" in summary.stdout
+    assert f"{path}:6: invalid JSON: {{oops" in summary.stdout and "2 event lifecycles: 1 cancelled, 1 open" in summary.stdout
+    converted = run_cli("to-parquet", str(path), str(tmp_path / "h.parquet"))
+    assert converted.returncode == 0 and (tmp_path / "h.parquet").is_file()
+    missing = run_cli("summary", str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 1 and missing.stderr.count("\n") == 1 and "Traceback" not in missing.stderr
