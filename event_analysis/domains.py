@@ -17,6 +17,7 @@ from event_analysis.lifecycles import NO_NOTICE, nanoseconds
 
 CERTAIN, POSSIBLE = "certain", "possible"
 _DOMAINS = ("fault_domain", "update_domain")
+_WINDOW_MOMENTS = ("start_after", "start", "end_after", "end", "scheduled_after", "scheduled_seen")
 
 
 def maintenance_intervals(lifecycles: pd.DataFrame, by: str = "fault_domain",
@@ -49,7 +50,10 @@ def fault_domain_windows(lifecycles: pd.DataFrame, by: str = "fault_domain",
     rows = maintenance_intervals(lifecycles, by, sources, include_no_notice)
     columns = [by, "start_after", "start", "end_after", "end", "scheduled_after", "scheduled_seen", "events", "vms"]
     if rows.empty:
-        return pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+        empty = pd.DataFrame({c: pd.Series(dtype="datetime64[ns, UTC]" if c in _WINDOW_MOMENTS else "Int64")
+                              for c in columns})
+        empty.attrs["time_scale"] = lifecycles.attrs.get("time_scale", 1.0)
+        return empty
     rows = rows.sort_values([by, "possible_start"], kind="stable").reset_index(drop=True)
     lo, hi = nanoseconds(rows["possible_start"]), nanoseconds(rows["possible_end"])
     domain = rows[by].to_numpy(dtype=np.int64)

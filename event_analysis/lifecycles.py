@@ -97,7 +97,7 @@ def event_lifecycles(observations: pd.DataFrame, *, time_scale: Optional[float] 
         seen &= observations["affects_vm"].to_numpy(dtype=bool)
     rows = observations.loc[seen].reset_index(drop=True)
     if rows.empty:
-        return _empty()
+        return _empty(scale)
     poll = polls.row_poll[seen]
     event_code = rows["event_id"].astype("category").cat.codes.to_numpy().astype(np.int64)
     key = pd.factorize(event_code * (len(rows["host"].cat.categories) + 1) + rows["host"].cat.codes.to_numpy())[0]
@@ -136,9 +136,12 @@ def event_lifecycles(observations: pd.DataFrame, *, time_scale: Optional[float] 
     out["not_before_first"] = not_before.iloc[first].reset_index(drop=True)
     last_declared = rows["not_before"].iloc[np.maximum(sched_row, 0)].reset_index(drop=True)
     out["not_before"] = last_declared.where(pd.Series(has_scheduled))
-    out["outcome"] = _outcomes(has_started, started == first_poll, out["gone_at"].notna().to_numpy())
     out["appeared_before_capture"] = out["appeared_after"].isna()
-    _add_durations(out, polls, started, last_poll, has_started, scale)
+    # "No notice" needs a poll before that did not list the event: one already Started at the
+    # host's first poll may well have been Scheduled before the capture began.
+    first_started = (started == first_poll) & ~out["appeared_before_capture"].to_numpy()
+    out["outcome"] = _outcomes(has_started, first_started, out["gone_at"].notna().to_numpy())
+    _add_durations(out, polls, started, first_poll, last_poll, has_started, scale)
     result = _add_approvals(out, observations)[list(LIFECYCLE_COLUMNS)]
     result.attrs["time_scale"] = scale
     return result
@@ -164,8 +167,8 @@ def _seconds(later: pd.Series, earlier: pd.Series, scale: float) -> pd.Series:
     return ((later - earlier).dt.total_seconds() * scale).astype("Float64")
 
 
-def _add_durations(out: pd.DataFrame, polls: _Polls, started: np.ndarray, last_poll: np.ndarray,
-                   has_started: np.ndarray, scale: float) -> None:
+def _add_durations(out: pd.DataFrame, polls: _Polls, started: np.ndarray, first_poll: np.ndarray,
+                   last_poll: np.ndarray, has_started: np.ndarray, scale: float) -> None:
     """Notice, time in Scheduled, Started-to-gone and impact, each as [min, max] seconds."""
     out["notice_s_min"] = _seconds(out["not_before_first"], out["first_seen"], scale)
     out["notice_s_max"] = _seconds(out["not_before_first"], out["appeared_after"], scale)
@@ -178,11 +181,11 @@ def _add_durations(out: pd.DataFrame, polls: _Polls, started: np.ndarray, last_p
     out.loc[no_schedule, ["scheduled_s_min", "scheduled_s_max"]] = 0.0
     out["started_to_gone_s_min"] = _seconds(out["last_seen"], out["started_seen"], scale).clip(lower=0)
     out["started_to_gone_s_max"] = _seconds(out["gone_at"], out["started_after"], scale)
-    _add_impact(out, polls, started, last_poll, has_started, scale)
+    _add_impact(out, polls, started, first_poll, last_poll, has_started, scale)
 
 
-def _add_impact(out: pd.DataFrame, polls: _Polls, started: np.ndarray, last_poll: np.ndarray,
-                has_started: np.ndarray, scale: float) -> None:
+def _add_impact(out: pd.DataFrame, polls: _Polls, started: np.ndarray, first_poll: np.ndarray,
+                last_poll: np.ndarray, has_started: np.ndarray, scale: float) -> None:
     """The longest silence (gap between answered polls) while Started, as impact bounds.
 
     With polls every p seconds, an outage of d seconds leaves a gap g with d <= g < d + 2p,
@@ -196,7 +199,7 @@ def _add_impact(out: pd.DataFrame, polls: _Polls, started: np.ndarray, last_poll
         padded = np.append(polls.gap, 0)
         bounds = np.ravel(np.column_stack((begin[valid], end[valid])))
         gaps[valid] = np.maximum.reduceat(padded, bounds)[::2]
-    interval = polls.interval[polls.host[begin]]
+    interval = polls.interval[polls.host[first_poll]]
     silence = pd.Series(np.where(valid, gaps, np.nan) / _NS * scale, dtype="Float64")
     out["poll_interval_s"] = pd.Series(interval / _NS * scale, dtype="Float64")
     out["impact_s_min"] = (silence - 2 * out["poll_interval_s"]).clip(lower=0)
@@ -214,5 +217,18 @@ def _add_approvals(out: pd.DataFrame, observations: pd.DataFrame) -> pd.DataFram
     return merged
 
 
-def _empty() -> pd.DataFrame:
-    return pd.DataFrame({name: pd.Series(dtype="object") for name in LIFECYCLE_COLUMNS})
+_MOMENTS = ("appeared_after", "first_seen", "not_before_first", "not_before", "last_scheduled", "started_after",
+            "started_seen", "last_seen", "gone_at", "approved_at")
+
+
+def _empty(scale: float) -> pd.DataFrame:
+    """No lifecycles, with the column types a non-empty result has, so that callers need no special case."""
+    def dtype(name: str) -> str:
+        if name in _MOMENTS:
+            return "datetime64[ns, UTC]"
+        if name.endswith("_s") or "_s_" in name or name.endswith("_domain"):
+            return "Float64"
+        return "bool" if name in ("approved", "appeared_before_capture") else "object"
+    frame = pd.DataFrame({name: pd.Series(dtype=dtype(name)) for name in LIFECYCLE_COLUMNS})
+    frame.attrs["time_scale"] = scale
+    return frame

@@ -38,7 +38,7 @@ def notice_summary(checked: pd.DataFrame) -> pd.DataFrame:
     """Per event type: how many events, the notice range seen, the documented minimum, verdict counts."""
     with_notice = checked[checked["notice_s_min"].notna()]
     ranges = with_notice.groupby("event_type", observed=True).agg(
-        notice_s_min=("notice_s_min", "min"), notice_s_median=("notice_s_min", "median"),
+        notice_s_min=("notice_s_min", "min"), notice_s_min_median=("notice_s_min", "median"),
         notice_s_max=("notice_s_max", "max"))
     counts = pd.crosstab(checked["event_type"], checked["notice_verdict"]).reindex(columns=list(VERDICTS), fill_value=0)
     minimum = checked.groupby("event_type", observed=True)["documented_min_s"].first()

@@ -4,14 +4,15 @@ value as the interval it is.
 Polls are discrete, so no time or duration in a history is a number: it is an interval
 [min, max]. Every figure here draws the interval (a segment from min to max), never a lone
 point, so that a reader sees at once how much of a conclusion the polls support. Each
-function returns a matplotlib Figure (closed, so that Jupyter shows it once, as the cell's
-value), or None after printing one sentence when there is nothing to draw: a small
-history must give a sentence, not an empty or broken axis.
+plotting function returns a matplotlib Figure (closed, so that Jupyter shows it once, as the
+cell's value), or None after printing one sentence when there is nothing to draw: a small
+history must give a sentence, not an empty or broken axis. The table helpers return compact
+DataFrames for `show`, which prints a sentence instead of an empty table.
 """
 from __future__ import annotations
 
 import warnings
-from typing import Dict, Iterable, List, Optional, Sequence, Union
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
@@ -35,6 +36,11 @@ _WIDTH = 10.0
 _EVENT_ID_COLUMNS = ("event_id", "event_a", "event_b")
 
 TimeLike = Union[str, pd.Timestamp, None]
+
+
+def _open_handle() -> Line2D:
+    """Legend entry for an interval whose upper bound the polls do not give."""
+    return Line2D([], [], color="dimgray", linestyle=":", marker=">", label="upper bound unknown")
 
 
 # ----------------------------------------------------------------- selecting and describing
@@ -151,22 +157,33 @@ def compact(frame: pd.DataFrame, columns: Optional[Sequence[str]] = None) -> pd.
 # ----------------------------------------------------------------- drawing intervals
 
 def _empty(message: str) -> None:
+    """Say why there is no figure (the notebook cell then shows this sentence instead)."""
     print(message)
 
 
 def _label(rows: pd.DataFrame) -> List[str]:
+    """Row labels: the VM and the start of the event id, enough to find the row in the tables."""
     return [f"{vm} {str(ev)[:8]}" for vm, ev in zip(rows["vm"], rows["event_id"])]
 
 
-def _figure(panel_rows: Sequence[int], title: str) -> tuple:
-    """A column of panels whose heights follow their number of rows."""
-    heights = [max(n, 2) for n in panel_rows]
-    height = min(1.2 + _ROW_INCHES * sum(heights) + 0.6 * len(heights), 40)
-    fig, axes = plt.subplots(len(heights), 1, figsize=(_WIDTH, height), squeeze=False,
+def _figure(panel_rows: Sequence[int], title: str) -> Tuple[Figure, List[Axes]]:
+    """A column of panels whose heights follow their number of rows (capped, so that a big fleet
+    gives a tall figure, not an endless one)."""
+    heights = [min(max(n, 2), _MAX_LABELLED_ROWS) for n in panel_rows]
+    height = 1.2 + _ROW_INCHES * sum(heights) + 0.6 * len(heights)
+    fig, axes = plt.subplots(len(heights), 1, figsize=(_WIDTH, height), squeeze=False, layout="constrained",
                              gridspec_kw={"height_ratios": heights})
     fig.suptitle(title)
     plt.close(fig)  # returned, not auto-shown: Jupyter displays it once, as the cell's value
     return fig, list(axes[:, 0])
+
+
+def _log_if_wide(ax: Axes, rows: pd.DataFrame, low: str, high: str) -> None:
+    """Log x when values span more than two decades (a days-long Redeploy notice next to 10-minute
+    ones would squash them all into one pixel); only possible when every bound is positive."""
+    values = pd.concat([rows[low], rows[high]]).astype("float64").dropna()
+    if len(values) and values.min() > 0 and values.max() / values.min() > 100:
+        ax.set_xscale("log")
 
 
 def _segments(ax: Axes, rows: pd.DataFrame, low: str, high: str, colors: Sequence[str]) -> None:
@@ -175,7 +192,8 @@ def _segments(ax: Axes, rows: pd.DataFrame, low: str, high: str, colors: Sequenc
     lo = rows[low].astype("float64").to_numpy()
     hi = rows[high].astype("float64").to_numpy()
     known = ~np.isnan(hi)
-    ax.hlines(y[known], lo[known], hi[known], colors=np.asarray(colors)[known], linewidth=4, alpha=0.8)
+    width = 4 if len(rows) <= _MAX_LABELLED_ROWS else 2
+    ax.hlines(y[known], lo[known], hi[known], colors=np.asarray(colors)[known], linewidth=width, alpha=0.8)
     ax.scatter(lo, y, c=list(colors), marker="|", s=60, zorder=3)
     if (~known).any():
         right = np.nanmax(np.r_[lo, hi[known]]) * 1.05 + 1
@@ -184,6 +202,7 @@ def _segments(ax: Axes, rows: pd.DataFrame, low: str, high: str, colors: Sequenc
 
 
 def _rows_axis(ax: Axes, rows: pd.DataFrame, name: str) -> None:
+    """One row per lifecycle, top to bottom, labelled while the labels still fit."""
     ax.set_ylim(-0.7, max(len(rows), 2) - 0.3)
     ax.invert_yaxis()
     if len(rows) <= _MAX_LABELLED_ROWS:
@@ -194,7 +213,8 @@ def _rows_axis(ax: Axes, rows: pd.DataFrame, name: str) -> None:
     ax.grid(axis="x", alpha=0.3)
 
 
-def _sorted_groups(rows: pd.DataFrame, group: str, low: str) -> List[tuple]:
+def _sorted_groups(rows: pd.DataFrame, group: str, low: str) -> List[Tuple[str, pd.DataFrame]]:
+    """One panel's rows per group, sorted by the lower bound so that the spread reads as a slope."""
     return [(str(key), part.sort_values([low, "vm"]).reset_index(drop=True))
             for key, part in rows.groupby(group, observed=True, sort=True)]
 
@@ -221,15 +241,15 @@ def notice_intervals(checked: pd.DataFrame) -> Optional[Figure]:
     for ax, (event_type, part) in zip(axes, groups):
         colors = [VERDICT_COLORS.get(str(v), "tab:blue") for v in part["notice_verdict"]]
         _segments(ax, part, "notice_s_min", "notice_s_max", colors)
+        _log_if_wide(ax, part, "notice_s_min", "notice_s_max")
         _rows_axis(ax, part, event_type)
         minimum = part["documented_min_s"].dropna()
         if len(minimum):
             ax.axvline(float(minimum.iloc[0]), color="black", linestyle="--", linewidth=1)
     axes[-1].set_xlabel("notice (seconds)")
     handles = [Line2D([], [], color=c, linewidth=4, label=v) for v, c in VERDICT_COLORS.items()]
-    handles.append(Line2D([], [], color="black", linestyle="--", label="documented minimum"))
+    handles += [Line2D([], [], color="black", linestyle="--", label="documented minimum"), _open_handle()]
     axes[0].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
-    fig.tight_layout()
     return fig
 
 
@@ -287,10 +307,9 @@ def impact_vs_declared(lifecycles: pd.DataFrame) -> Optional[Figure]:
                          color="dimgray")
         _rows_axis(ax, part, event_type)
     axes[-1].set_xlabel("seconds")
-    axes[0].legend(handles=[Line2D([], [], color="tab:blue", linewidth=4, label="observed impact [min, max]"),
-                            Line2D([], [], color="black", marker="x", linestyle="", label="declared DurationInSeconds")],
-                   loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
-    fig.tight_layout()
+    handles = [Line2D([], [], color="tab:blue", linewidth=4, label="observed impact [min, max]"),
+               Line2D([], [], color="black", marker="x", linestyle="", label="declared DurationInSeconds")]
+    axes[0].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
     return fig
 
 
@@ -307,12 +326,13 @@ def started_to_gone(lifecycles: pd.DataFrame) -> Optional[Figure]:
         open_end = part["outcome"].astype(str).eq("open").to_numpy()
         colors = np.where(open_end, "tab:purple", "tab:blue")
         _segments(ax, part, "started_to_gone_s_min", "started_to_gone_s_max", list(colors))
+        _log_if_wide(ax, part, "started_to_gone_s_min", "started_to_gone_s_max")
         _rows_axis(ax, part, event_type)
     axes[-1].set_xlabel("seconds")
     axes[0].legend(handles=[Line2D([], [], color="tab:blue", linewidth=4, label="gone"),
-                            Line2D([], [], color="tab:purple", linestyle=":", marker=">", label="still there (open)")],
+                            Line2D([], [], color="tab:purple", linewidth=4, label="still there (open)"),
+                            _open_handle()],
                    loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
-    fig.tight_layout()
     return fig
 
 
@@ -323,23 +343,28 @@ def _with_approval(lifecycles: pd.DataFrame) -> pd.DataFrame:
 
 
 def scheduled_by_approval(lifecycles: pd.DataFrame) -> Optional[Figure]:
-    """Time in Scheduled [scheduled_s_min, scheduled_s_max] of the lifecycles that started, approved vs not.
+    """Time in Scheduled [scheduled_s_min, scheduled_s_max] of the lifecycles that started, per event
+    type, approved (green) vs not approved (blue) on one axis.
 
     Without approval an event starts at NotBefore, so this is the notice; approval
-    (StartRequests) starts it early: the gap between the panels is what approval bought.
+    (StartRequests) starts it early: the distance between green and blue is what approval bought.
     """
     rows = _with_approval(lifecycles)
     if rows.empty:
         _empty("no event went from Scheduled to Started in this history: no time in Scheduled to compare.")
         return None
-    groups = _sorted_groups(rows, "approval", "scheduled_s_min")
+    groups = [(event_type, part.sort_values(["approval", "scheduled_s_min", "vm"]).reset_index(drop=True))
+              for event_type, part in rows.groupby("event_type", observed=True, sort=True)]
     fig, axes = _figure([len(part) for _, part in groups], "Time in Scheduled before Started, as [min, max] seconds")
-    for ax, (approval, part) in zip(axes, groups):
-        color = "tab:green" if approval == "approved" else "tab:blue"
-        _segments(ax, part, "scheduled_s_min", "scheduled_s_max", [color] * len(part))
-        _rows_axis(ax, part, approval)
+    for ax, (event_type, part) in zip(axes, groups):
+        colors = np.where(part["approval"] == "approved", "tab:green", "tab:blue")
+        _segments(ax, part, "scheduled_s_min", "scheduled_s_max", list(colors))
+        _log_if_wide(ax, part, "scheduled_s_min", "scheduled_s_max")
+        _rows_axis(ax, part, str(event_type))
     axes[-1].set_xlabel("seconds")
-    fig.tight_layout()
+    axes[0].legend(handles=[Line2D([], [], color="tab:green", linewidth=4, label="approved"),
+                            Line2D([], [], color="tab:blue", linewidth=4, label="not approved"), _open_handle()],
+                   loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
     return fig
 
 
@@ -358,19 +383,14 @@ def scheduled_summary(lifecycles: pd.DataFrame) -> pd.DataFrame:
 # ----------------------------------------------------------------- fault domains
 
 def walk_of(windows: pd.DataFrame, by: str = "fault_domain") -> pd.DataFrame:
-    """domain_walk for reading, and safe on a history without maintenance windows (domain_walk
-    itself fails on an empty windows frame)."""
-    if windows.empty:
-        return windows
+    """domain_walk, with the columns worth reading."""
     walk = domain_walk(windows, by=by)
     return compact(walk, [by, f"previous_{by}", "scheduled_seen", "start_after", "start", "end_after", "end",
                           "vms", "gap_s_min", "gap_s_max"])
 
 
 def overlaps_of(lifecycles: pd.DataFrame, by: str = "fault_domain") -> pd.DataFrame:
-    """domain_overlaps, safe on a history without any lifecycle (the library fails on that)."""
-    if lifecycles.empty:
-        return pd.DataFrame()
+    """domain_overlaps with the library's default scope (platform events that gave notice)."""
     return domain_overlaps(lifecycles, by=by)
 
 
@@ -404,38 +424,49 @@ def _rounds(windows: pd.DataFrame, gap: pd.Timedelta) -> List[pd.DataFrame]:
 
 
 def _num(times: pd.Series) -> np.ndarray:
+    """UTC timestamps as matplotlib date numbers (broken_barh needs numbers, not datetimes)."""
     return mdates.date2num(pd.to_datetime(times, utc=True).dt.tz_localize(None).to_numpy())
 
 
 def _draw_round(ax: Axes, part: pd.DataFrame, by: str, domains: List[int]) -> None:
+    """One round: bars per window; waiting lines reaching back further than the round's own length
+    are cut at the left edge (marked <), so that a days-long notice does not squash the round."""
     row = {d: i for i, d in enumerate(domains)}
+    first, last = _num(part["start_after"]).min(), _num(part["end"]).max()
+    span = max(last - first, 1 / 1440)
+    left = first - max(span, 20 / 1440)
     for w in part.itertuples(index=False):
         y = row[int(getattr(w, by))]
         lo, dark_lo, dark_hi, hi = _num(pd.Series([w.start_after, w.start, w.end_after, w.end]))
         if not pd.isna(w.scheduled_seen):
             seen = _num(pd.Series([w.scheduled_seen]))[0]
-            ax.hlines(y, seen, lo, color="gray", linewidth=1)
-            ax.plot(seen, y, marker="o", color="gray", markersize=3)
+            ax.hlines(y, max(seen, left), lo, color="gray", linewidth=1)
+            ax.plot(max(seen, left), y, marker="o" if seen >= left else "<", color="gray", markersize=3)
         ax.broken_barh([(lo, hi - lo)], (y - 0.3, 0.6), facecolors="tab:orange", alpha=0.35)
         if dark_hi > dark_lo:
             ax.broken_barh([(dark_lo, dark_hi - dark_lo)], (y - 0.3, 0.6), facecolors="tab:red")
+    seen_first = _num(part["scheduled_seen"].dropna()).min() if part["scheduled_seen"].notna().any() else first
+    ax.set_xlim(max(min(seen_first, first), left) - span * 0.02, last + span * 0.03)
     ax.set_yticks(range(len(domains)), [str(d) for d in domains])
     ax.set_ylim(len(domains) - 0.4, -0.6)
-    ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
-    first = pd.Timestamp(part["start_after"].min())
-    ax.set_title(f"maintenance round of {first:%Y-%m-%d}, first start {first:%H:%M} UTC", fontsize=9, loc="left")
+    locator = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    start = pd.Timestamp(part["start_after"].min())
+    ax.set_title(f"maintenance round of {start:%Y-%m-%d}, first start {start:%H:%M} UTC", fontsize=9, loc="left")
     ax.grid(axis="x", alpha=0.3)
 
 
-def domain_timeline(windows: pd.DataFrame, by: str = "fault_domain", round_gap_hours: float = 6,
+def domain_timeline(windows: pd.DataFrame, by: str = "fault_domain", round_gap_hours: float = 2,
                     max_rounds: int = 8) -> Optional[Figure]:
     """Maintenance windows per domain over time, one panel per maintenance round.
 
     Dark: certain (start..end_after, some VM of the domain was seen Started throughout);
     light: possible (start_after..end, the polls around it); gray line: from the first
-    Scheduled sighting to the start. Serialised maintenance is a staircase whose bars
-    never share an x position. Rounds hours apart get their own panel, since windows of
-    minutes would be invisible on an axis of days.
+    Scheduled sighting to the start (cut at the left edge, marked <, when it reaches back
+    further than the round lasts). Serialised maintenance is a staircase whose bars never
+    share an x position. Rounds more than `round_gap_hours` apart get their own panel,
+    since windows of minutes would be invisible on an axis of days.
     """
     if windows.empty:
         _empty(f"no platform maintenance window in this history (no Platform event seen Started on a VM with a "
@@ -446,7 +477,8 @@ def domain_timeline(windows: pd.DataFrame, by: str = "fault_domain", round_gap_h
     domains = sorted(int(d) for d in windows[by].unique())
     extra = f" (first {len(shown)} of {len(rounds)} rounds)" if len(rounds) > len(shown) else ""
     rows = max(len(domains), 2)
-    fig, axes = plt.subplots(len(shown), 1, figsize=(_WIDTH, 0.8 + len(shown) * (0.9 + 0.3 * rows)), squeeze=False)
+    fig, axes = plt.subplots(len(shown), 1, figsize=(_WIDTH, 0.8 + len(shown) * (0.9 + 0.3 * rows)), squeeze=False,
+                             layout="constrained")
     plt.close(fig)  # returned, not auto-shown
     fig.suptitle(f"Maintenance windows per {by.replace('_', ' ')}{extra}")
     for ax, part in zip(axes[:, 0], shown):
@@ -457,5 +489,4 @@ def domain_timeline(windows: pd.DataFrame, by: str = "fault_domain", round_gap_h
                                Patch(color="tab:orange", alpha=0.35, label="possible: between polls"),
                                Line2D([], [], color="gray", marker="o", markersize=3, label="scheduled, waiting")],
                       loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
-    fig.tight_layout()
     return fig

@@ -186,9 +186,27 @@ def test_unsorted_lines_from_several_files_are_put_in_order(tmp_path: Path) -> N
     assert row.outcome == "cancelled"
 
 
-def test_a_history_without_events_gives_no_lifecycles(tmp_path: Path) -> None:
+def test_a_history_without_events_gives_no_lifecycles_and_every_step_after_copes(tmp_path: Path) -> None:
     frame = ea.load_history(write_lines(tmp_path / "h.jsonl", [observation(s, "vm0", []) for s in (0, 10)]))
-    lifecycles = ea.event_lifecycles(frame)
+    lifecycles = ea.event_lifecycles(frame, time_scale=60)
     assert lifecycles.empty and list(lifecycles.columns) == list(ea.lifecycles.LIFECYCLE_COLUMNS)
-    assert ea.fault_domain_windows(lifecycles).empty
+    assert lifecycles.attrs["time_scale"] == 60
+    windows = ea.fault_domain_windows(lifecycles)
+    assert windows.empty and ea.domain_walk(windows).empty and ea.walk_order(windows) == ""
+    assert ea.domain_overlaps(lifecycles).empty
+    assert ea.notice_summary(ea.notice_check(lifecycles)).empty
+
+
+def test_an_event_already_started_when_the_capture_began_is_not_called_no_notice(tmp_path: Path) -> None:
+    lines = [observation(0, "vm0", [event("X", "Started", ["vm0"])]), observation(10, "vm0", [])]
+    (row,) = ea.event_lifecycles(ea.load_history(write_lines(tmp_path / "h.jsonl", lines))).itertuples()
+    assert row.appeared_before_capture and row.outcome == "completed"
+
+
+def test_a_lifecycle_uses_its_own_hosts_poll_interval(tmp_path: Path) -> None:
+    cancelled = event("C", "Scheduled", ["slow"], not_before=at(5000))
+    lines = [observation(s, "fast", []) for s in range(0, 600, 5)]
+    lines += [observation(s, "slow", [cancelled] if 60 <= s < 300 else []) for s in range(0, 600, 30)]
+    (row,) = ea.event_lifecycles(ea.load_history(write_lines(tmp_path / "h.jsonl", lines))).itertuples()
+    assert row.outcome == "cancelled" and row.poll_interval_s == 30
 

@@ -1,0 +1,85 @@
+"""Every notebook runs end to end under papermill (a real Jupyter kernel); committed copies carry no outputs."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict
+
+import nbformat
+import papermill
+import pytest
+
+from tests.analysis.histories import event, observation, simulate, write_lines, at
+
+REPO = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+SAMPLE = REPO / "notebooks" / "data" / "sample-history.simulated.jsonl.gz"
+
+
+def execute(notebook: Path, out: Path, monkeypatch: pytest.MonkeyPatch, **parameters: Any) -> Dict[str, Any]:
+    """Run it in a fresh kernel; papermill raises on the first cell error."""
+    monkeypatch.setenv("PYTHONPATH", str(REPO))  # the kernel imports event_analysis from this checkout
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    papermill.execute_notebook(str(notebook), str(out), parameters=parameters, kernel_name="python3",
+                               cwd=str(notebook.parent), progress_bar=False, execution_timeout=300)
+    return json.loads(out.read_text())
+
+
+def text_of(executed: Dict[str, Any]) -> str:
+    chunks = []
+    for cell in executed["cells"]:
+        for output in cell.get("outputs", []):
+            chunks.append("".join(output.get("text", "")))
+            chunks.append("".join(output.get("data", {}).get("text/plain", "")))
+    return "\n".join(chunks)
+
+
+def images_in(executed: Dict[str, Any]) -> int:
+    return sum("image/png" in o.get("data", {}) for c in executed["cells"] for o in c.get("outputs", []))
+
+
+def test_the_three_notebooks_are_there_with_a_parameters_cell() -> None:
+    assert [n.stem for n in NOTEBOOKS] == ["durations", "fault_domain_serialisation", "notice_times"]
+    for path in NOTEBOOKS:
+        notebook = nbformat.read(path, as_version=4)
+        nbformat.validate(notebook)
+        tagged = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
+        assert len(tagged) == 1 and "history = None" in tagged[0].source, path.name
+        for cell in notebook.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None, f"{path.name}: strip outputs"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_each_notebook_runs_on_the_sample_and_shows_it_is_simulated(notebook: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    executed = execute(notebook, tmp_path / notebook.name, monkeypatch, history=str(SAMPLE))
+    output = text_of(executed)
+    assert "SIMULATED" in output and "259172 records" in output
+    assert images_in(executed) >= 1
+
+
+def test_the_serialisation_notebook_reports_the_walk_and_no_overlap(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    notebook = REPO / "notebooks" / "fault_domain_serialisation.ipynb"
+    output = text_of(execute(notebook, tmp_path / "fd.ipynb", monkeypatch, history=str(SAMPLE)))
+    assert "0 -> 1 -> 2" in output and "no overlap between fault domains" in output.lower()
+
+
+def test_the_notice_notebook_flags_short_notice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    short = event("SHORT", "Scheduled", ["vm0"], not_before=at(10 + 300))
+    history = write_lines(tmp_path / "short.jsonl",
+                          [observation(0, "vm0", []), observation(10, "vm0", [short]), observation(20, "vm0", [])])
+    output = text_of(execute(REPO / "notebooks" / "notice_times.ipynb", tmp_path / "n.ipynb", monkeypatch,
+                             history=str(history)))
+    assert "SHORT" in output and "below" in output
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_each_notebook_copes_with_a_quiet_history_and_with_filters(notebook: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    quiet = write_lines(tmp_path / "quiet.jsonl", [observation(s, "vm0", []) for s in range(0, 100, 10)])
+    assert "no events" in text_of(execute(notebook, tmp_path / "q.ipynb", monkeypatch, history=str(quiet))).lower()
+    sim = simulate(tmp_path, "fleet-mix", days=1, poll=20, seed=8, vms=6, fault_domains=3, name="mix.jsonl")
+    execute(notebook, tmp_path / "f.ipynb", monkeypatch, history=str(sim.path), hosts=["avset-web-vm0"],
+            start="2026-01-05T06:00:00Z", end="2026-01-05T20:00:00Z")
