@@ -28,7 +28,8 @@ def test_build_install_and_ansible_doc_from_the_tarball(tmp_path: Path) -> None:
             "requirements-test.txt", "requirements-analysis.txt",
             "pytest.ini", ".gitignore"}.isdisjoint(tops)
     assert {"plugins/modules/scheduled_events_info.py", "plugins/modules/scheduled_events_approve.py",
-            "plugins/module_utils/events.py", "meta/runtime.yml", "MANIFEST.json", "README.md"} <= set(names)
+            "plugins/module_utils/events.py", "meta/runtime.yml", "MANIFEST.json", "README.md", "CHANGELOG.md",
+            "changelogs/changelog.yaml", "roles/maintenance_cycle/meta/argument_specs.yml"} <= set(names)
     installed = tmp_path / "installed"
     # An empty collections path: otherwise ansible-galaxy sees the test session's staged copy
     # and skips the install as "already installed".
@@ -43,3 +44,10 @@ def test_build_install_and_ansible_doc_from_the_tarball(tmp_path: Path) -> None:
                              capture_output=True, text=True, timeout=120)
         assert doc.returncode == 0 and "imds_url" in doc.stdout, doc.stderr
         assert str(installed) in doc.stdout  # documented from the installed tarball, not the staged copy
+    for kind, name, expected in (("role", "maintenance_cycle", "maintenance_cycle_imds_url"),
+                                 ("callback", "scheduled_events_history", "SCHEDULED_EVENTS_HISTORY_PATH"),
+                                 ("filter", "cycle_plan", "cycle_plan")):
+        doc = subprocess.run([str(BIN / "ansible-doc"), "-t", kind, f"azure_imds.scheduled_events.{name}"], env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert doc.returncode == 0 and expected in doc.stdout, f"{kind} {name}: {doc.stderr}"
+    assert not {n for n in names if n.startswith(("notebooks/", "event_analysis/", "imds_simulator/"))}
