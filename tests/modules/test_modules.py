@@ -13,15 +13,15 @@ from tests.modules.harness import LiveFleet, approve, info, leader_approves, pla
 SCENARIO_EXPECTATIONS = {
     # scenario: (event type, source, status when first seen, time scale that leaves the notice
     # longer than one ansible-playbook run)
-    "platform-maintenance": ("Reboot", "Platform", "Scheduled", 60.0),
-    "live-migration": ("Freeze", "Platform", "Scheduled", 60.0),
-    "user-reboot": ("Reboot", "User", "Scheduled", 60.0),
-    "user-redeploy": ("Redeploy", "User", "Scheduled", 60.0),
+    "platform-maintenance": ("Reboot", "Platform", "Scheduled", 10.0),
+    "live-migration": ("Freeze", "Platform", "Scheduled", 10.0),
+    "user-reboot": ("Reboot", "User", "Scheduled", 10.0),
+    "user-redeploy": ("Redeploy", "User", "Scheduled", 10.0),
     "spot-eviction": ("Preempt", "Platform", "Scheduled", 2.0),
-    "scale-in": ("Terminate", "User", "Scheduled", 60.0),
-    "hardware-failure": ("Reboot", "Platform", "Started", 60.0),
-    "cancelled-maintenance": ("Reboot", "Platform", "Scheduled", 60.0),
-    "degraded-hardware": ("Redeploy", "Platform", "Scheduled", 60.0),
+    "scale-in": ("Terminate", "User", "Scheduled", 10.0),
+    "hardware-failure": ("Reboot", "Platform", "Started", 10.0),
+    "cancelled-maintenance": ("Reboot", "Platform", "Scheduled", 10.0),
+    "degraded-hardware": ("Redeploy", "Platform", "Scheduled", 10.0),
     "live-migration-replay": ("Freeze", "Platform", "Scheduled", 10.0),
 }
 
