@@ -124,18 +124,30 @@ def read_long_tables(files: List[Path]) -> Tuple[List[pa.Table], LoadReport]:
 def _read_file(path: Path) -> Tuple[pa.Table, LoadReport]:
     if path.suffix == ".parquet":
         return _read_parquet(path)
-    data = _file_bytes(path)
-    read, bad_lines = reading.read_records(data, str(path))
-    ok, observed_at, approval = records.valid_rows(read.table)
-    for number, text in reading.rejected_lines(data, np.flatnonzero(~ok), bad_lines) if not ok.all() else []:
-        read.add_bad(str(path), number, UNKNOWN_SCHEMA, text.rstrip(b"\r"))
-    table = records.flatten(read.table.filter(pa.array(ok)), observed_at.filter(pa.array(ok)))
-    report = LoadReport(files=[str(path)], bad=dict(read.bad_counts), examples=list(read.examples),
-                        records=int(ok.sum()), approvals=int((ok & approval).sum()))
-    report.observations = report.records - report.approvals
+    table, report = _read_bytes(_file_bytes(path), str(path))
     meta = _sidecar(path)
     report.simulated, report.time_scale = bool(meta.get("simulated", False)), float(meta.get("time_scale", 1.0))
     return table, report
+
+
+def _read_bytes(data: bytes, name: str) -> Tuple[pa.Table, LoadReport]:
+    read, bad_lines = reading.read_records(data, name)
+    ok, observed_at, approval = records.valid_rows(read.table)
+    for number, text in reading.rejected_lines(data, np.flatnonzero(~ok), bad_lines) if not ok.all() else []:
+        read.add_bad(name, number, UNKNOWN_SCHEMA, text.rstrip(b"\r"))
+    table = records.flatten(read.table.filter(pa.array(ok)), observed_at.filter(pa.array(ok)))
+    report = LoadReport(files=[name], bad=dict(read.bad_counts), examples=list(read.examples),
+                        records=int(ok.sum()), approvals=int((ok & approval).sum()))
+    report.observations = report.records - report.approvals
+    return table, report
+
+
+def load_records(items: Sequence[Dict[str, Any]], source: str) -> pd.DataFrame:
+    """An observations frame from records already in memory (e.g. rebuilt from job events), read
+    exactly as a history file would be."""
+    data = b"".join(json.dumps(item, separators=(",", ":"), default=str).encode("utf-8") + b"\n" for item in items)
+    table, report = _read_bytes(data, source)
+    return to_frame([table], report)
 
 
 def _file_bytes(path: Path) -> bytes:

@@ -64,15 +64,14 @@ author:
 
 import errno
 import fcntl
-import json
 import os
-import re
 import threading
 import time
-from datetime import datetime, timezone
 
 from ansible import context
 from ansible.plugins.callback import CallbackBase
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.history_records import (
+    approval, is_completed_read, observation, record_line)
 
 INFO = "scheduled_events_info"
 APPROVE = "scheduled_events_approve"
@@ -80,72 +79,6 @@ DEFAULT_PATH = "~/.ansible/scheduled_events/history.jsonl"
 LOCK_TIMEOUT_S = 10.0
 NO_FLOCK_ERRNOS = frozenset(code for code in (getattr(errno, name, None) for name in ("ENOLCK", "EOPNOTSUPP", "ENOTSUP", "EINVAL"))
                             if code is not None)
-UTC_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")
-
-
-def utc_now_iso():
-    """Now, UTC, ISO 8601 with milliseconds and Z (the schema's `observed_at` form)."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def record_line(record):
-    """One compact JSON line, UTF-8 bytes with its newline."""
-    return (json.dumps(record, separators=(",", ":"), ensure_ascii=False, default=str) + "\n").encode("utf-8")
-
-
-def _text(value):
-    return value if isinstance(value, str) else ""
-
-
-def _domain(value):
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def vm_of(host, this_vm):
-    """The schema's complete `vm` object from the module's `this_vm` (unknown fields "" or null)."""
-    facts = this_vm if isinstance(this_vm, dict) else {}
-    name = facts.get("name")
-    return {
-        "name": name if isinstance(name, str) and name else host,
-        "resource_id": _text(facts.get("resource_id")),
-        "vm_scale_set_name": _text(facts.get("vm_scale_set_name")),
-        "fault_domain": _domain(facts.get("fault_domain")),
-        "update_domain": _domain(facts.get("update_domain")),
-        "zone": _text(facts.get("zone")),
-        "location": _text(facts.get("location")),
-    }
-
-
-def is_completed_read(data):
-    """Whether an info result holds a document read (the module exited normally, output not censored)."""
-    return isinstance(data.get("observed_at"), str) and isinstance(data.get("document_available"), bool) and "raw" in data
-
-
-def observation(host, data):
-    """An observation record from a completed scheduled_events_info result."""
-    raw = data.get("raw")
-    if data.get("document_available") is False or not isinstance(raw, dict):
-        incarnation, events = None, []
-    else:
-        incarnation = raw.get("DocumentIncarnation", data.get("document_incarnation"))
-        events = raw.get("Events")
-        events = events if isinstance(events, list) else []
-    observed_at = data["observed_at"] if UTC_PATTERN.match(data["observed_at"]) else utc_now_iso()
-    return {"observed_at": observed_at, "host": host, "vm": vm_of(host, data.get("this_vm")),
-            "document_incarnation": incarnation, "events": events}
-
-
-def approval(host, data, vm):
-    """An approval record, or None when the result sent nothing."""
-    approved = [i for i in data.get("approved") or [] if isinstance(i, str) and i]
-    if not approved:
-        return None
-    started = set(i.upper() for i in data.get("started") or [] if isinstance(i, str))
-    record = {"record": "approval", "observed_at": utc_now_iso(), "host": host, "event_ids": approved,
-              "results": dict((i, "started" if i.upper() in started else "approved") for i in approved)}
-    if vm is not None:
-        record["vm"] = vm
-    return record
 
 
 class HistoryFile:

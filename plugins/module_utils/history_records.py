@@ -1,0 +1,86 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to azure_imds.scheduled_events
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""History records (docs/observation-schema.md) from module results: pure, no I/O.
+
+Shared by the scheduled_events_history callback (live capture) and by the analysis
+loaders that rebuild a history from AWX job events or ansible-runner artifacts.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import re
+from datetime import datetime, timezone
+
+UTC_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")
+
+
+def utc_now_iso():
+    """Now, UTC, ISO 8601 with milliseconds and Z (the schema's `observed_at` form)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def record_line(record):
+    """One compact JSON line, UTF-8 bytes with its newline."""
+    return (json.dumps(record, separators=(",", ":"), ensure_ascii=False, default=str) + "\n").encode("utf-8")
+
+
+def _text(value):
+    return value if isinstance(value, str) else ""
+
+
+def _domain(value):
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def vm_of(host, this_vm):
+    """The schema's complete `vm` object from the module's `this_vm` (unknown fields "" or null)."""
+    facts = this_vm if isinstance(this_vm, dict) else {}
+    name = facts.get("name")
+    return {
+        "name": name if isinstance(name, str) and name else host,
+        "resource_id": _text(facts.get("resource_id")),
+        "vm_scale_set_name": _text(facts.get("vm_scale_set_name")),
+        "fault_domain": _domain(facts.get("fault_domain")),
+        "update_domain": _domain(facts.get("update_domain")),
+        "zone": _text(facts.get("zone")),
+        "location": _text(facts.get("location")),
+    }
+
+
+def is_completed_read(data):
+    """Whether an info result holds a document read (the module exited normally, output not censored)."""
+    return isinstance(data.get("observed_at"), str) and isinstance(data.get("document_available"), bool) and "raw" in data
+
+
+def observation(host, data):
+    """An observation record from a completed scheduled_events_info result."""
+    raw = data.get("raw")
+    if data.get("document_available") is False or not isinstance(raw, dict):
+        incarnation, events = None, []
+    else:
+        incarnation = raw.get("DocumentIncarnation", data.get("document_incarnation"))
+        events = raw.get("Events")
+        events = events if isinstance(events, list) else []
+    observed_at = data["observed_at"] if UTC_PATTERN.match(data["observed_at"]) else utc_now_iso()
+    return {"observed_at": observed_at, "host": host, "vm": vm_of(host, data.get("this_vm")),
+            "document_incarnation": incarnation, "events": events}
+
+
+def approval(host, data, vm, observed_at=None):
+    """An approval record, or None when the result sent nothing.
+
+    `observed_at`: when the result reached the control node (now, for a live capture;
+    the job event's time when rebuilt from AWX or ansible-runner events)."""
+    approved = [i for i in data.get("approved") or [] if isinstance(i, str) and i]
+    if not approved:
+        return None
+    started = set(i.upper() for i in data.get("started") or [] if isinstance(i, str))
+    record = {"record": "approval", "observed_at": observed_at or utc_now_iso(), "host": host, "event_ids": approved,
+              "results": dict((i, "started" if i.upper() in started else "approved") for i in approved)}
+    if vm is not None:
+        record["vm"] = vm
+    return record
