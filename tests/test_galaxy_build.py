@@ -24,7 +24,8 @@ def test_build_install_and_ansible_doc_from_the_tarball(tmp_path: Path) -> None:
     with tarfile.open(tarball) as archive:
         names = archive.getnames()
     tops = {n.split("/")[0] for n in names}
-    assert {"imds_simulator", "event_analysis", "notebooks", "tests", "docs", "tools", "Makefile", ".ci",
+    assert {"imds_simulator", "event_analysis", "notebooks", "awx", "collections", ".ansible-lint", "tests", "docs",
+            "tools", "Makefile", ".ci",
             "requirements-test.txt", "requirements-analysis.txt",
             "pytest.ini", ".gitignore"}.isdisjoint(tops)
     assert {"plugins/modules/scheduled_events_info.py", "plugins/modules/scheduled_events_approve.py",

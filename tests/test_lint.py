@@ -1,0 +1,44 @@
+"""ansible-lint, production profile, offline, on the roles, playbooks and the AWX example."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tools.stage_collection import stage
+
+REPO = Path(__file__).resolve().parent.parent
+LINT = Path(sys.executable).parent / "ansible-lint"
+
+
+def lint(tmp: Path) -> subprocess.CompletedProcess:
+    """Lint a staged copy, where the collection resolves by FQCN as it does when installed."""
+    collection = tmp / "ansible_collections" / "azure_imds" / "scheduled_events"
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp), NO_COLOR="1", ANSIBLE_NOCOLOR="1",
+               PATH=f"{LINT.parent}{os.pathsep}{os.environ['PATH']}")
+    return subprocess.run([str(LINT)], cwd=collection, env=env, capture_output=True, text=True, timeout=600,
+                          check=False)
+
+
+def staged(tmp: Path) -> Path:
+    collection = stage(tmp)
+    shutil.copy2(REPO / ".ansible-lint", collection / ".ansible-lint")
+    shutil.copytree(REPO / "awx", collection / "awx")
+    return collection
+
+
+def test_the_production_profile_passes(tmp_path: Path) -> None:
+    staged(tmp_path)
+    run = lint(tmp_path)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    assert "Profile 'production' was required, and it passed" in run.stdout + run.stderr
+
+
+def test_a_sloppy_playbook_fails_it(tmp_path: Path) -> None:
+    collection = staged(tmp_path)
+    (collection / "playbooks" / "sloppy.yml").write_text(
+        "- hosts: all\n  tasks:\n    - shell: echo hi\n")  # no names, no FQCN, shell without need
+    run = lint(tmp_path)
+    assert run.returncode != 0 and "sloppy.yml" in run.stdout + run.stderr
