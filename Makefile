@@ -7,16 +7,21 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-test.txt requirements-analysis.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
-.PHONY: demo test sanity pytest notebooks bench-cycle bench-analysis venv clean
+.PHONY: demo test sanity newest-core pytest notebooks bench-cycle bench-analysis venv clean
 
 demo: $(STAMP)
 	$(PY) tools/demo.py
 
-# Sanity first, so that the last line CI prints is pytest's summary.
-test: sanity pytest
+# Sanity and the newest-ansible-core leg first, so that the last line CI prints is pytest's summary.
+test: sanity newest-core pytest
 
 sanity: $(STAMP)
 	$(PY) tools/run_sanity.py
+
+# Sanity, unit and module tests again on the newest ansible-core, in .venv-core-newest on Python 3.12+;
+# skipped, with the reason printed, where no such interpreter exists.
+newest-core:
+	$(PYTHON) tools/newest_core_leg.py
 
 pytest: $(STAMP)
 	$(PY) -m pytest
@@ -49,4 +54,4 @@ $(STAMP):
 	touch $@
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-core-newest .pytest_cache .hypothesis
