@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from event_analysis.schema import APPROVAL, OBSERVATION
+from event_analysis.schema import APPROVAL, LINE, OBSERVATION
 
 _UTC = pa.timestamp("ns", tz="UTC")
 _ISO_UTC = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$"
@@ -128,10 +128,6 @@ def flatten(table: pa.Table, observed_at: pa.Array) -> pa.Table:
     })
 
 
-def events_type(table: pa.Table) -> pa.DataType:
-    return table.schema.field("events").type
-
-
 def affected(resources: pa.Array, vm_names: pa.Array) -> np.ndarray:
     """Per event: is the observing VM listed in `Resources`?
 
@@ -151,6 +147,5 @@ def _resource_key(names: pa.Array) -> pa.Array:
 
 def empty_long_table() -> pa.Table:
     """A flattened table with no rows (what an empty history gives)."""
-    from event_analysis.schema import LINE
     empty = LINE.empty_table()
     return flatten(empty, pa.array([], _UTC))

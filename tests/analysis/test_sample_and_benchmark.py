@@ -25,8 +25,9 @@ def test_the_sample_history_is_reproducible_and_labelled_simulated(tmp_path: Pat
 
 
 def test_the_sample_holds_what_the_notebooks_promise() -> None:
-    lifecycles = ea.event_lifecycles(ea.load_history(ea.SAMPLE_HISTORY))
-    assert ea.report_of(lifecycles.pipe(lambda _: ea.load_history(ea.SAMPLE_HISTORY))).simulated
+    observations = ea.load_history(ea.SAMPLE_HISTORY)
+    lifecycles = ea.event_lifecycles(observations)
+    assert ea.report_of(observations).simulated
     assert lifecycles["vm"].nunique() == 6
     kinds = set(zip(lifecycles["event_type"], lifecycles["event_source"], lifecycles["outcome"]))
     assert ("Reboot", "Platform", "completed") in kinds and ("Reboot", "User", "completed") in kinds
