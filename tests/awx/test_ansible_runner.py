@@ -66,7 +66,7 @@ class RunnerJob:
 
 @pytest.fixture
 def job(tmp_path: Path) -> Iterator[RunnerJob]:
-    fleet = LiveFleet("platform-maintenance", time_scale=60.0, seed=3)
+    fleet = LiveFleet("platform-maintenance", time_scale=20.0, seed=3)  # notices outlast a loaded job
     fleet.wait_for_events(timeout=10.0)
     yield RunnerJob(tmp_path / "job", fleet)
     fleet.close()
