@@ -11,6 +11,20 @@ class ModuleDocFragment(object):
     """Options every module that talks to IMDS takes."""
 
     DOCUMENTATION = r"""
+notes:
+  - On Windows VMs (a PowerShell connection such as C(winrm), C(psrp), or C(ssh) with C(shell_type=powershell)), the
+    module runs in its action plugin on the controller, and each IMDS request goes from the VM through
+    M(ansible.windows.win_uri). Options, results, retries, parsing and the approval rules are the same code as on Linux.
+    This needs the C(ansible.windows) collection on the controller, and nothing on the VM.
+  - On Windows VMs, V(~) at the start of a path means C(%USERPROFILE%) on the VM, and C(%VAR%) variables are expanded there.
+attributes:
+  action:
+    support: full
+    description: Runs as a Python module on Linux VMs; on Windows VMs, as an action plugin that calls M(ansible.windows.win_uri).
+  platform:
+    support: full
+    platforms: [posix, windows]
+    description: Linux VMs run the module; Windows VMs are served by the action plugin (see notes).
 options:
   imds_url:
     description:

@@ -56,7 +56,10 @@ class ImdsClient:
     """Scheduled Events and compute metadata of the VM behind `base_url`."""
 
     def __init__(self, base_url=DEFAULT_URL, api_version="2020-07-01", timeout=5.0, retries=4,
-                 first_call_timeout=120.0, backoff=0.5, max_backoff=8.0, sleep=time.sleep, rng=None):
+                 first_call_timeout=120.0, backoff=0.5, max_backoff=8.0, sleep=time.sleep, rng=None, send=None):
+        """`send(method, url, body, timeout) -> bytes` does one HTTP exchange and raises ImdsError;
+        the default sends from this machine with urllib. Windows hosts pass one that goes through
+        ansible.windows.win_uri, so that retries and error meaning stay the same everywhere."""
         self.base_url = check_base_url(base_url)
         self.api_version = api_version
         self.timeout = float(timeout)
@@ -69,6 +72,7 @@ class ImdsClient:
         self.calls = 0
         self.attempts = 0
         self._answered = set()
+        self._send = send or self._once
         self._request = Request(use_proxy=False, follow_redirects="none", timeout=self.timeout,
                                 headers={"Metadata": "true"}, http_agent="azure_imds.scheduled_events")
 
@@ -105,7 +109,7 @@ class ImdsClient:
         while True:
             self.attempts += 1
             try:
-                data = self._once(method, url, body, timeout)
+                data = self._send(method, url, body, timeout)
                 self._answered.add(path)
                 return data
             except ImdsError as exc:
@@ -134,19 +138,32 @@ class ImdsClient:
         except HTTPError as exc:
             raise _http_error(method, url, exc)
         except (socket.timeout, TimeoutError):
-            raise ImdsError("IMDS did not answer %s %s within %g s." % (method, url, timeout), retryable=True)
+            raise timeout_error(method, url, timeout)
         except URLError as exc:
             reason = getattr(exc, "reason", exc)
             if isinstance(reason, (socket.timeout, TimeoutError)):
-                raise ImdsError("IMDS did not answer %s %s within %g s." % (method, url, timeout), retryable=True)
-            raise ImdsError("cannot reach IMDS at %s (%s)." % (url, reason), retryable=True)
+                raise timeout_error(method, url, timeout)
+            raise unreachable_error(url, reason)
         except (HTTPException, socket.error, ValueError) as exc:
             # Connection reset, remote disconnected, truncated body (IncompleteRead).
             raise ImdsError("the connection to IMDS at %s broke (%s)." % (url, _describe(exc)), retryable=True)
-        if len(data) > MAX_BODY_BYTES:
-            raise ImdsError("IMDS answered %s with more than %d MiB; refusing to parse it."
-                            % (url, MAX_BODY_BYTES // (1024 * 1024)))
-        return data
+        return checked_size(url, data)
+
+
+def checked_size(url, data):
+    """The body, unless it is too big to be a Scheduled Events document."""
+    if len(data) > MAX_BODY_BYTES:
+        raise ImdsError("IMDS answered %s with more than %d MiB; refusing to parse it."
+                        % (url, MAX_BODY_BYTES // (1024 * 1024)))
+    return data
+
+
+def timeout_error(method, url, timeout):
+    return ImdsError("IMDS did not answer %s %s within %g s." % (method, url, timeout), retryable=True)
+
+
+def unreachable_error(url, cause):
+    return ImdsError("cannot reach IMDS at %s (%s)." % (url, cause), retryable=True)
 
 
 def _describe(exc):
@@ -155,20 +172,26 @@ def _describe(exc):
 
 
 def _http_error(method, url, exc):
-    status = exc.code
-    text = _error_text(exc)
-    if 300 <= status < 400:
-        return ImdsError("IMDS answered %s %s with a redirect (HTTP %d to %s); IMDS clients never follow redirects."
-                         % (method, url, status, exc.headers.get("Location", "?") if exc.headers else "?"), status)
-    retryable = status in RETRY_STATUSES or status >= 500
-    return ImdsError("IMDS answered %s %s with HTTP %d: %s." % (method, url, status, text), status, retryable)
-
-
-def _error_text(exc):
     try:
         raw = exc.read()
     except Exception:  # a broken error body must not hide the status
         raw = b""
+    location = exc.headers.get("Location") if exc.headers else None
+    return status_error(method, url, exc.code, raw, exc.reason, location)
+
+
+def status_error(method, url, status, raw, reason=None, location=None):
+    """The ImdsError for a non-2xx answer: redirects and 400/404 final, 410, 429 and 5xx retryable."""
+    if 300 <= status < 400:
+        return ImdsError("IMDS answered %s %s with a redirect (HTTP %d to %s); IMDS clients never follow redirects."
+                         % (method, url, status, location or "?"), status)
+    retryable = status in RETRY_STATUSES or status >= 500
+    text = error_text(raw, reason)
+    return ImdsError("IMDS answered %s %s with HTTP %d: %s." % (method, url, status, text), status, retryable)
+
+
+def error_text(raw, reason=None):
+    """IMDS's own error sentence from an error body (JSON `error`, else the text, else the reason)."""
     try:
         data = json.loads(raw.decode("utf-8"))
         if isinstance(data, dict) and isinstance(data.get("error"), str):
@@ -176,4 +199,4 @@ def _error_text(exc):
     except (UnicodeDecodeError, ValueError):
         pass
     text = raw.decode("utf-8", "replace").strip()
-    return (text[:200] or exc.reason or "no details").rstrip(".")
+    return (text[:200] or reason or "no details").rstrip(".")

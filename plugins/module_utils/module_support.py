@@ -1,13 +1,21 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Glue between AnsibleModule parameters and the IMDS client (module side only)."""
+"""What both modules share, wherever they run: options, the client, the task's edges.
+
+A module task runs either as a Python module on the VM (Linux) or, for a
+PowerShell host, in the action plugin on the controller with its HTTP going
+through ansible.windows.win_uri. Both call the same `run_*` functions; only the
+`TaskEdges` (how to warn, send and read a file) differ.
+"""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any, Callable, Dict, Optional
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.events import (
     DocumentError,
@@ -29,26 +37,49 @@ SUPPORTED_API_VERSIONS = ("2017-03-01", "2017-08-01", "2017-11-01", "2019-01-01"
                           "2019-08-01", "2020-07-01")
 
 
+class TaskFailed(Exception):
+    """The task fails with one sentence; `result` carries what is known so far."""
+
+    def __init__(self, msg, **result):
+        super(TaskFailed, self).__init__(msg)
+        self.msg = msg
+        self.result = result
+
+
+class StateUnreadable(Exception):
+    """The state file exists but cannot be read; the message names the cause."""
+
+
+@dataclass
+class TaskEdges:
+    """The I/O a task needs. `send` None means urllib from this machine; `read_text(path)` returns
+    the file's text, None when it does not exist, or raises StateUnreadable."""
+
+    warn: Callable[[str], None]
+    send: Optional[Callable[[str, str, Optional[str], float], bytes]] = None
+    read_text: Optional[Callable[[str], Optional[str]]] = None
+
+
 def utc_now():
     return datetime.now(timezone.utc)
 
 
-def client_from_params(module):
-    """An ImdsClient from the shared options; bad values fail the task in one sentence."""
-    params = module.params
+def build_client(params, send=None):
+    # type: (Dict[str, Any], Any) -> ImdsClient
+    """An ImdsClient from the shared options; bad values raise TaskFailed in one sentence."""
     if params["timeout"] <= 0 or params["first_call_timeout"] <= 0:
-        module.fail_json(msg="timeout and first_call_timeout must be positive numbers of seconds.")
+        raise TaskFailed("timeout and first_call_timeout must be positive numbers of seconds.")
     if params["retries"] < 0:
-        module.fail_json(msg="retries must be 0 or more.")
+        raise TaskFailed("retries must be 0 or more.")
     if params["api_version"] not in SUPPORTED_API_VERSIONS:
-        module.fail_json(msg="api_version %r is not a Scheduled Events api-version (known: %s)."
+        raise TaskFailed("api_version %r is not a Scheduled Events api-version (known: %s)."
                          % (params["api_version"], ", ".join(SUPPORTED_API_VERSIONS)))
     try:
         return ImdsClient(base_url=params["imds_url"], api_version=params["api_version"],
                           timeout=params["timeout"], retries=params["retries"],
-                          first_call_timeout=params["first_call_timeout"])
+                          first_call_timeout=params["first_call_timeout"], send=send)
     except ImdsError as exc:
-        module.fail_json(msg=str(exc))
+        raise TaskFailed(str(exc))
 
 
 def read_document(client):
@@ -63,9 +94,19 @@ def this_vm(client, resource_name, include_instance=True):
     return facts, name
 
 
-def fail_on_errors(module, func, *args, **kwargs):
-    """Run an IMDS step; ImdsError and DocumentError fail the task with their one sentence."""
+def guarded(func, *args, **kwargs):
+    """Run an IMDS step; ImdsError and DocumentError become TaskFailed with their one sentence."""
     try:
         return func(*args, **kwargs)
     except (ImdsError, DocumentError) as exc:
-        module.fail_json(msg=str(exc))
+        raise TaskFailed(str(exc))
+
+
+def run_module(module, run, edges_kwargs=None):
+    """Run `run(params, edges, check_mode, diff_mode)` inside an AnsibleModule and exit with its result."""
+    edges = TaskEdges(warn=module.warn, **(edges_kwargs or {}))
+    try:
+        result = run(module.params, edges, module.check_mode, module._diff)
+    except TaskFailed as exc:
+        module.fail_json(msg=exc.msg, **exc.result)
+    module.exit_json(**result)

@@ -142,96 +142,21 @@ started:
   elements: str
 """
 
-import time
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.approval import (
-    ApprovalRequestError,
-    plan_approval,
-    requested_ids,
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.approve_task import (
+    MUTUALLY_EXCLUSIVE,
+    REQUIRED_ONE_OF,
+    argument_spec,
+    run_approve,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.imds import ImdsError
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import (
-    IMDS_ARGUMENT_SPEC,
-    client_from_params,
-    fail_on_errors,
-    read_document,
-    this_vm,
-)
-
-
-def argument_spec():
-    spec = dict(IMDS_ARGUMENT_SPEC)
-    spec.update(
-        event_ids=dict(type="list", elements="str"),
-        events=dict(type="list", elements="dict"),
-        missing=dict(type="str", choices=["fail", "ignore"], default="fail"),
-        force=dict(type="bool", default=False),
-        expected_incarnation=dict(type="int"),
-        wait_for_start=dict(type="bool", default=False),
-        wait_timeout=dict(type="float", default=120.0),
-        poll_interval=dict(type="float", default=1.0),
-    )
-    return spec
-
-
-def wait_until_started(client, ids, timeout, interval, clock=time.monotonic, sleep=time.sleep):
-    """Ids Started or gone within the timeout (a set), polling the document."""
-    deadline = clock() + timeout
-    wanted = set(i.upper() for i in ids)
-    while True:
-        parsed = read_document(client)
-        status = dict((e["event_id"].upper(), e["event_status"]) for e in (parsed or {}).get("events", []))
-        done = set(i for i in wanted if parsed is not None and status.get(i, "gone") != "Scheduled")
-        if done == wanted or clock() + interval > deadline:
-            return done
-        sleep(interval)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import run_module
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=argument_spec(),
-        required_one_of=[("event_ids", "events")],
-        mutually_exclusive=[("event_ids", "events")],
-        supports_check_mode=True,
-    )
-    params = module.params
-    try:
-        ids = requested_ids(params["event_ids"], params["events"])
-    except ApprovalRequestError as exc:
-        module.fail_json(msg=str(exc))
-    client = client_from_params(module)
-    _facts, name = fail_on_errors(module, this_vm, client, params["resource_name"], params["resource_name"] is None)
-    parsed = fail_on_errors(module, read_document, client)
-    if parsed is None:
-        module.fail_json(msg="IMDS has no Scheduled Events document yet (empty body); nothing can be approved.")
-    plan = plan_approval(parsed, ids, name, force=params["force"], expected_incarnation=params["expected_incarnation"],
-                         missing=params["missing"])
-    result = dict(changed=bool(plan.approve), approved=plan.approve, already_started=plan.already_started,
-                  missing=plan.missing, refused=plan.refused, document_incarnation=parsed["document_incarnation"])
-    if module._diff:
-        result["diff"] = plan.diff(module.check_mode)
-    if plan.error:
-        result.update(changed=False, approved=[])
-        module.fail_json(msg=plan.error, **result)
-    if plan.approve and not module.check_mode:
-        try:
-            client.approve(plan.approve)
-        except ImdsError as exc:
-            # The POST may have reached IMDS before the connection broke: say what was sent.
-            result.update(changed=True, approved=[], attempted=plan.approve)
-            module.fail_json(msg="%s, so the approval of %s may or may not have reached IMDS; read the events again."
-                             % (str(exc).rstrip("."), ", ".join(plan.approve)), **result)
-        if params["wait_for_start"]:
-            started = fail_on_errors(module, wait_until_started, client, plan.approve,
-                                     params["wait_timeout"], params["poll_interval"])
-            result["started"] = sorted(started)
-            late = sorted(set(i.upper() for i in plan.approve) - started)
-            if late:
-                module.fail_json(msg="approved, but %s did not start within %g s." % (", ".join(late), params["wait_timeout"]),
-                                 **result)
-    module.exit_json(**result)
+    module = AnsibleModule(argument_spec=argument_spec(), required_one_of=REQUIRED_ONE_OF,
+                           mutually_exclusive=MUTUALLY_EXCLUSIVE, supports_check_mode=True)
+    run_module(module, run_approve)
 
 
 if __name__ == "__main__":

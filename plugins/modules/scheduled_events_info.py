@@ -233,6 +233,19 @@ state_status:
   description: V(loaded), V(missing) (first cycle) or V(corrupt) (unreadable or invalid; first cycle).
   returned: when O(state_path) is set
   type: str
+state_path:
+  description:
+    - O(state_path) as the VM sees it (V(~) expanded on Linux; on Windows a leading V(~) becomes C(%USERPROFILE%)).
+      The C(maintenance_cycle) role saves the next state there.
+  returned: when O(state_path) is set
+  type: str
+transport:
+  description:
+    - How IMDS was reached. V(module) when this module ran on the VM; V(win_uri) when the action plugin ran it
+      on the controller for a Windows VM, through M(ansible.windows.win_uri).
+  returned: always
+  type: str
+  sample: module
 quiet:
   description:
     - True when there is nothing to do in a maintenance cycle, no events now and none in a loaded state
@@ -265,120 +278,30 @@ raw:
   type: dict
 """
 
-import time
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import load_state
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.events import (
-    annotate,
-    diff_events,
-    events_of,
-)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.info_task import argument_spec, run_info
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import (
-    IMDS_ARGUMENT_SPEC,
-    client_from_params,
-    fail_on_errors,
-    read_document,
-    this_vm,
-    utc_now,
+    StateUnreadable,
+    run_module,
 )
 
 
-def argument_spec():
-    spec = dict(IMDS_ARGUMENT_SPEC)
-    spec.update(
-        include_instance=dict(type="bool", default=True),
-        previous=dict(type="raw"),
-        state_path=dict(type="path"),
-        wait_for_change=dict(type="bool", default=False),
-        since_incarnation=dict(type="int"),
-        wait_timeout=dict(type="float", default=300.0),
-        poll_interval=dict(type="float", default=1.0),
-    )
-    return spec
-
-
-def wait_for_document(client, since, timeout, interval, clock=time.monotonic, sleep=time.sleep):
-    """Poll until a document whose incarnation differs from `since` (or the timeout)."""
-    started = clock()
-    polls = 0
-    while True:
-        parsed = read_document(client)
-        polls += 1
-        changed = parsed is not None and parsed["document_incarnation"] != since
-        elapsed = clock() - started
-        if changed or elapsed + interval > timeout:
-            return parsed, {"changed": changed, "polls": polls, "seconds": round(elapsed, 3)}
-        sleep(interval)
-
-
-def read_state(module, path):
-    """(state, status) from the state file on this VM; never fails the task."""
+def read_text(path):
+    """The state file's text; None when there is none (a first cycle)."""
     try:
         with open(path, "rb") as handle:
-            text = handle.read().decode("utf-8")
+            return handle.read().decode("utf-8")
     except FileNotFoundError:
-        text = None
+        return None
     except (OSError, UnicodeDecodeError) as exc:
-        module.warn("cannot read the state file %s (%s); starting as a first cycle." % (path, to_native(exc)))
-        return None, "corrupt"
-    state, status, message = load_state(text)
-    if message:
-        module.warn("%s: %s" % (path, message) if status == "corrupt" else message)
-    return state, status
+        raise StateUnreadable(to_native(exc))
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    params = module.params
-    if params["wait_timeout"] < 0 or params["poll_interval"] <= 0:
-        module.fail_json(msg="wait_timeout must be 0 or more and poll_interval positive.")
-    state, state_status = None, None
-    if params["state_path"]:
-        state, state_status = read_state(module, params["state_path"])
-    previous = params["previous"]
-    if previous is None and state is not None:
-        previous = state
-    previous_incarnation, previous_events = fail_on_errors(module, events_of, previous)
-    client = client_from_params(module)
-    facts, name = fail_on_errors(module, this_vm, client, params["resource_name"], params["include_instance"])
-    result = dict(changed=False)
-    if params["wait_for_change"]:
-        since = params["since_incarnation"]
-        if since is None:
-            since = previous_incarnation
-        parsed, result["waited"] = fail_on_errors(
-            module, wait_for_document, client, since, params["wait_timeout"], params["poll_interval"])
-    else:
-        parsed = fail_on_errors(module, read_document, client)
-    now = utc_now()
-    if parsed is None:
-        module.warn("IMDS answered with an empty body: no Scheduled Events document yet "
-                    "(normal right after the first request enables the service).")
-        parsed = {"document_incarnation": None, "events": [], "warnings": [], "raw": None}
-    for warning in parsed["warnings"]:
-        module.warn(warning)
-    events = annotate(parsed["events"], name, now)
-    if name is None:
-        module.warn("this VM's name is unknown (include_instance is false and resource_name is unset), "
-                    "so no event is matched to it.")
-    result.update(
-        document_incarnation=parsed["document_incarnation"],
-        document_available=parsed["raw"] is not None,
-        events=events,
-        events_for_this_vm=[e for e in events if e["affects_this_vm"]],
-        this_vm=dict(facts or {}, name=name) if (facts or name) else {},
-        observed_at=now.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-        raw=parsed["raw"],
-    )
-    if previous is not None:
-        result["diff"] = diff_events(previous_events, events, previous_incarnation, parsed["document_incarnation"])
-    if params["state_path"]:
-        result.update(state=state, state_status=state_status,
-                      quiet=state_status == "loaded" and not events and not state["events"])
-    module.exit_json(**result)
+    run_module(module, run_info, dict(read_text=read_text))
 
 
 if __name__ == "__main__":
