@@ -8,11 +8,12 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from tests.live_fleet import LiveFleet
 
 FILES = Path(__file__).resolve().parent / "files"
+WINDOWS_DOUBLE = Path(__file__).resolve().parent.parent / "windows" / "connection_plugins"
 RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
@@ -33,25 +34,44 @@ class PlaybookRun:
 class CycleBench:
     """A fleet, its inventory, per-host state files and a log of prepare/recover calls."""
 
-    def __init__(self, fleet: LiveFleet, work: Path, hosts: Optional[List[str]] = None):
+    def __init__(self, fleet: LiveFleet, work: Path, hosts: Optional[List[str]] = None,
+                 windows: Sequence[str] = ()):
+        """`windows` hosts connect through the Windows test double and keep the role's default state path."""
         self.fleet = fleet
         self.work = work
         self.hosts = hosts or fleet.vms
+        self.windows = set(windows)
         self.actions_dir = work / "actions"
         self.actions_dir.mkdir(parents=True, exist_ok=True)
         self.inventory = work / "inventory.json"
         self.inventory.write_text(json.dumps({"azure_vms": {
-            "hosts": {h: {"maintenance_cycle_imds_url": fleet.url(h),
-                          "maintenance_cycle_state_path": str(self.state_path(h))} for h in self.hosts},
-            "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-                     "actions_dir": str(self.actions_dir)}}}))
+            "hosts": {h: self._host_vars(h) for h in self.hosts},
+            "vars": {"ansible_python_interpreter": sys.executable, "actions_dir": str(self.actions_dir)}}}))
+
+    def _host_vars(self, host: str) -> Dict[str, Any]:
+        url = {"maintenance_cycle_imds_url": self.fleet.url(host)}
+        if host in self.windows:  # nothing Windows-specific beyond the connection's own variables
+            return dict(url, ansible_connection="windows_double", ansible_windows_double_root=str(self.disk(host)))
+        return dict(url, ansible_connection="local", maintenance_cycle_state_path=str(self.state_path(host)))
+
+    def disk(self, host: str) -> Path:
+        return self.work / "windows" / host
 
     def state_path(self, host: str) -> Path:
+        if host in self.windows:  # the role's default, ~/.ansible/..., on the double's disk
+            return self.disk(host) / "C" / "Users" / "ansible" / ".ansible" / "azure_imds_scheduled_events" / "state.json"
         return self.work / "state" / f"{host}.json"
 
     def state(self, host: str) -> Optional[Dict[str, Any]]:
         path = self.state_path(host)
         return json.loads(path.read_text()) if path.exists() else None
+
+    def windows_calls(self) -> List[Dict[str, Any]]:
+        """The module calls the Windows double answered, from its log."""
+        calls: List[Dict[str, Any]] = []
+        for path in sorted((self.work / "windows").glob("*.jsonl")):
+            calls += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        return calls
 
     def actions(self, phase: Optional[str] = None) -> List[Dict[str, Any]]:
         found = []
@@ -71,6 +91,8 @@ class CycleBench:
             command.append("--check")
         environment = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="0",
                            ANSIBLE_LOCAL_TEMP=str(self.work / "ansible-tmp"), **(env or {}))
+        if self.windows:
+            environment["ANSIBLE_CONNECTION_PLUGINS"] = str(WINDOWS_DOUBLE)
         proc = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=timeout,
                               cwd=self.work)
         recap = {m[0]: {"ok": int(m[1]), "changed": int(m[2]), "unreachable": int(m[3]), "failed": int(m[4])}

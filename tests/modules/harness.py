@@ -25,15 +25,27 @@ class Run:
         return self.results[host][task]
 
 
+WINDOWS_DOUBLE = Path(__file__).resolve().parent.parent / "windows" / "connection_plugins"
+
+
 def play(tmp: Path, fleet: LiveFleet, tasks: Sequence[Tuple[str, Dict[str, Any]]], hosts: Optional[List[str]] = None,
          check: bool = False, diff: bool = False, extra_vars: Optional[Dict[str, Any]] = None,
-         env: Optional[Dict[str, str]] = None) -> Run:
-    """Run `tasks` (name, task) on simulated VMs; every task is registered and may fail."""
-    hosts = hosts or fleet.vms
+         env: Optional[Dict[str, str]] = None, windows: Optional[Dict[str, str]] = None) -> Run:
+    """Run `tasks` (name, task) on simulated VMs; every task is registered and may fail.
+
+    `windows` adds hosts (inventory name -> simulated VM) that connect through the Windows test double,
+    with their disks under tmp/windows/<name>."""
+    hosts = fleet.vms if hosts is None else hosts
+    windows = windows or {}
     out = tmp / "results"
     out.mkdir(exist_ok=True)
-    inventory = {"all": {"hosts": {h: {"imds_url": fleet.url(h)} for h in hosts},
-                         "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}
+    inventory_hosts: Dict[str, Dict[str, Any]] = {h: {"imds_url": fleet.url(h), "ansible_connection": "local"}
+                                                  for h in hosts}
+    for name, vm in windows.items():
+        inventory_hosts[name] = {"imds_url": fleet.url(vm), "ansible_connection": "windows_double",
+                                 "ansible_windows_double_root": str(tmp / "windows" / name)}
+    hosts = list(inventory_hosts)
+    inventory = {"all": {"hosts": inventory_hosts, "vars": {"ansible_python_interpreter": sys.executable}}}
     (tmp / "inventory.json").write_text(json.dumps(inventory))
     body = []
     for name, task in tasks:
@@ -41,7 +53,8 @@ def play(tmp: Path, fleet: LiveFleet, tasks: Sequence[Tuple[str, Dict[str, Any]]
     dump = {name: "{{ %s | default(None) }}" % _var(name) for name, _ in tasks}
     body.append({"name": "dump results", "ansible.builtin.copy": {
         "content": "{{ %s | to_json }}" % json.dumps(dump).replace('"{{ ', "").replace(' }}"', ""),
-        "dest": str(out) + "/{{ inventory_hostname }}.json"}, "check_mode": False, "diff": False})
+        "dest": str(out) + "/{{ inventory_hostname }}.json"}, "check_mode": False, "diff": False,
+        "delegate_to": "localhost"})
     playbook = [{"hosts": "all", "gather_facts": False, "tasks": body}]
     (tmp / "playbook.json").write_text(json.dumps(playbook))
     command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp / "inventory.json"),
@@ -55,6 +68,8 @@ def play(tmp: Path, fleet: LiveFleet, tasks: Sequence[Tuple[str, Dict[str, Any]]
     environment = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", ANSIBLE_HOST_KEY_CHECKING="0",
                        ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-tmp"),
                        **(env or {}))
+    if windows:
+        environment["ANSIBLE_CONNECTION_PLUGINS"] = str(WINDOWS_DOUBLE)
     proc = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=300)
     results = {h: json.loads((out / f"{h}.json").read_text()) for h in hosts if (out / f"{h}.json").exists()}
     return Run(proc.returncode, results, proc.stdout, proc.stderr)
