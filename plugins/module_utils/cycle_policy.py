@@ -14,7 +14,11 @@ same wherever it is taken and can be tested without Ansible. The rules:
   once prepared on every affected host of the play; never events that list VMs
   outside the play (unless allowed), never types left to NotBefore, never when an
   affected host failed or is deferred;
-- recover: each event seen in the previous cycle that affected the host and is gone.
+- recover: each event seen in the previous cycle that affected the host and is gone;
+- a host whose IMDS gave no document this cycle (an empty 200) is blind: it
+  plans nothing, leads no approval, recovers nothing and keeps its saved state,
+  and its saved maintenance still counts against the fault-domain limit. No
+  document is no news, never "every event is gone".
 """
 
 from __future__ import absolute_import, division, print_function
@@ -55,6 +59,7 @@ def host_views(results):
             "approved": set(i.upper() for i in state.get("approved", [])),
             "saved_events": state.get("events", []),
             "incarnation": result.get("document_incarnation"),
+            "blind": result.get("document_available") is False,
         }
     return views
 
@@ -101,8 +106,10 @@ def _busy_fault_domains(views):
     """Fault domains with a host prepared (and not yet recovered) or in a Started event."""
     busy = set()
     for view in views.values():
-        present = set(e["event_id"].upper() for e in view["events"])
-        started = any(e["event_status"] == "Started" for e in _mine(view))
+        # A blind host is judged by what it saved last cycle: it may still be in maintenance.
+        events = view["saved_events"] if view["blind"] else view["events"]
+        present = set(e["event_id"].upper() for e in events)
+        started = any(e["event_status"] == "Started" and affects(e, view["vm_name"]) for e in events)
         if started or (view["prepared"] & present):
             busy.add(view["fault_domain"])
     return busy
@@ -137,9 +144,10 @@ def _plan_approvals(views, plan, by_vm, policy):
                 continue
             seen.add(key)
             affected = [by_vm[resource_name(r)] for r in event["resources"] if resource_name(r) in by_vm]
-            if not affected:
+            leaders = [h for h in affected if not views[h]["blind"]]  # a blind host cannot approve
+            if not leaders:
                 continue  # no host of this play is listed: not ours to approve
-            leader = affected[0]
+            leader = leaders[0]
             reason = _approval_refusal(event, affected, views, plan, by_vm, policy)
             if reason is None:
                 plan[leader]["approve"].append(event["event_id"])
@@ -187,6 +195,8 @@ def _at_once(event, policy):
 
 def _gone(view):
     """Events of the previous cycle that affected this host and left the document."""
+    if view["blind"]:
+        return []
     present = set(e["event_id"].upper() for e in view["events"])
     return [e for e in view["saved_events"]
             if e["event_id"].upper() not in present and affects(e, view["vm_name"])]
@@ -208,8 +218,10 @@ def confirm_approvals(plan, alive_hosts):
 
 
 def cycle_state(result, prepared_now, approved_now):
-    """The state a host saves after a successful cycle."""
+    """The state a host saves after a successful cycle; a blind host keeps the one it had."""
     state = result.get("state") or {}
+    if result.get("document_available") is False and state:
+        return state
     prepared = list(state.get("prepared", [])) + list(prepared_now)
     approved = list(state.get("approved", [])) + list(approved_now)
     return next_state(result.get("document_incarnation"), result["events"], prepared, approved)

@@ -1,0 +1,60 @@
+"""The cycle policy when a host's IMDS gives no document (an empty 200): no news is never "all gone"."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_policy import cycle_state, plan_cycle
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import next_state
+
+
+def event(event_id: str, resources: List[str], status: str = "Scheduled", source: str = "Platform") -> Dict[str, Any]:
+    return {"event_id": event_id, "event_type": "Reboot", "event_status": status, "resources": resources,
+            "not_before": "2026-11-22T03:00:00Z" if status == "Scheduled" else None, "event_source": source,
+            "duration_in_seconds": -1, "description": "Host server is undergoing maintenance."}
+
+
+def result(vm: str, fault_domain: int, events: Optional[List[Dict[str, Any]]], state: Optional[Dict[str, Any]] = None,
+           ) -> Dict[str, Any]:
+    """An info result; events None means the document was not available (empty body)."""
+    return {"events": events or [], "document_available": events is not None,
+            "document_incarnation": 3 if events is not None else None,
+            "this_vm": {"name": vm, "fault_domain": fault_domain}, "state": state}
+
+
+def saved(events: List[Dict[str, Any]], prepared: List[str] = (), approved: List[str] = ()) -> Dict[str, Any]:
+    return next_state(2, events, list(prepared), list(approved))
+
+
+def test_a_blind_host_recovers_nothing_and_keeps_its_state() -> None:
+    reboot = event("E1", ["vm0"])
+    previous = saved([reboot], prepared=["E1"])
+    results = {"vm0": result("vm0", 0, None, previous)}
+    plan = plan_cycle(results)
+    assert plan["hosts"]["vm0"]["recover"] == [] and plan["hosts"]["vm0"]["prepare"] == []
+    assert cycle_state(results["vm0"], [], []) == previous
+    seeing = {"vm0": result("vm0", 0, [], previous)}  # a real empty document: the event is gone
+    assert [e["event_id"] for e in plan_cycle(seeing)["hosts"]["vm0"]["recover"]] == ["E1"]
+
+
+def test_a_blind_host_never_leads_an_approval() -> None:
+    user = event("U1", ["vm0", "vm1"], source="User")  # approved at once, by the first listed host that can
+    results = {"vm0": result("vm0", 0, None), "vm1": result("vm1", 0, [user])}
+    plan = plan_cycle(results)
+    assert plan["hosts"]["vm0"]["approve"] == [] and plan["hosts"]["vm1"]["approve"] == ["U1"]
+
+
+def test_an_event_waits_while_an_affected_host_is_blind() -> None:
+    reboot = event("E1", ["vm0", "vm1"])
+    results = {"vm0": result("vm0", 0, [reboot]), "vm1": result("vm1", 0, None)}
+    plan = plan_cycle(results)
+    assert plan["hosts"]["vm0"]["approve"] == []
+    assert "not prepared on vm1" in plan["hosts"]["vm0"]["waiting"][0]["reason"]
+
+
+def test_a_blind_host_in_maintenance_still_holds_its_fault_domain() -> None:
+    started = event("E1", ["vm0"], status="Started")
+    results = {"vm0": result("vm0", 0, None, saved([started], prepared=["E1"], approved=["E1"])),
+               "vm1": result("vm1", 1, [event("E2", ["vm1"])])}
+    plan = plan_cycle(results)
+    assert plan["hosts"]["vm1"]["prepare"] == [] and plan["hosts"]["vm1"]["deferred"][0]["event_id"] == "E2"
+    assert plan["fault_domains_in_maintenance"] == [0]
