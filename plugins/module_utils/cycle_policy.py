@@ -18,7 +18,12 @@ same wherever it is taken and can be tested without Ansible. The rules:
 - a host whose IMDS gave no document this cycle (an empty 200) is blind: it
   plans nothing, leads no approval, recovers nothing and keeps its saved state,
   and its saved maintenance still counts against the fault-domain limit. No
-  document is no news, never "every event is gone".
+  document is no news, never "every event is gone";
+- a Started event that lists VMs which are not hosts of the play (a rebooting VM
+  cannot answer, so it drops out of the play) puts an unseen fault domain into
+  maintenance: no other fault domain is brought in while it lasts;
+- a host whose cycle failed remembers the events it saw (so that none escapes
+  recovery) but records no progress (see `remembered_state`).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -37,6 +42,9 @@ DEFAULT_POLICY = {
     "max_fault_domains_in_maintenance": 1,
     "prepare_configured": True,
 }
+
+
+UNSEEN_DOMAIN = "unseen"  # the fault domain of VMs that are not hosts of the play
 
 
 class PolicyError(ValueError):
@@ -95,7 +103,9 @@ def _empty_plan(view):
 
 
 def _fd_key(fault_domain):
-    return (fault_domain is None, fault_domain if fault_domain is not None else 0)
+    if isinstance(fault_domain, int):
+        return (0, fault_domain)
+    return (1 if fault_domain is None else 2, 0)
 
 
 def _mine(view):
@@ -105,7 +115,11 @@ def _mine(view):
 def _busy_fault_domains(views):
     """Fault domains with a host prepared (and not yet recovered) or in a Started event."""
     busy = set()
+    in_play = set(resource_name(v["vm_name"]) for v in views.values())
     for view in views.values():
+        if any(e["event_status"] == "Started" and any(resource_name(r) not in in_play for r in e["resources"])
+               for e in view["events"]):
+            busy.add(UNSEEN_DOMAIN)
         # A blind host is judged by what it saved last cycle: it may still be in maintenance.
         events = view["saved_events"] if view["blind"] else view["events"]
         present = set(e["event_id"].upper() for e in events)
@@ -215,6 +229,18 @@ def confirm_approvals(plan, alive_hosts):
             if host in alive and all(h in alive for h in plan["approvals"][event_id]):
                 confirmed[host].append(event_id)
     return confirmed
+
+
+def remembered_state(result):
+    """The state a host saves when its cycle failed: no progress (prepared, approved and the incarnation
+    stay as they were), but every event seen is remembered, so that one which vanishes before the next
+    successful cycle still gets its recover."""
+    state = result.get("state") or {}
+    seen = dict((e["event_id"].upper(), e) for e in state.get("events", []))
+    if result.get("document_available") is not False:
+        seen.update((e["event_id"].upper(), e) for e in result["events"])
+    return next_state(state.get("document_incarnation"), list(seen.values()), state.get("prepared", []),
+                      state.get("approved", []))
 
 
 def cycle_state(result, prepared_now, approved_now):

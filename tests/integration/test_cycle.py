@@ -156,7 +156,9 @@ def test_failing_prepare_fails_the_job_approves_nothing_and_keeps_the_state(benc
     assert run.failed_hosts() == [follower]
     assert "Prepare failed on %s" % follower in run.stdout
     assert bench.fleet.approvals() == []
-    assert bench.state(follower) is None  # not advanced
+    remembered = bench.state(follower)  # no progress recorded, but the event is remembered for its recover
+    assert (remembered["prepared"], remembered["approved"], remembered["document_incarnation"]) == ([], [], None)
+    assert [e["event_id"] for e in remembered["events"]] == [event["event_id"]]
     assert bench.fleet.truth()[0]["status"] == "Scheduled"
 
 

@@ -1,9 +1,15 @@
-"""The cycle policy when a host's IMDS gives no document (an empty 200): no news is never "all gone"."""
+"""The cycle policy where hosts cannot tell everything: no document (an empty 200), VMs that dropped
+out of the play, and hosts whose cycle failed."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_policy import cycle_state, plan_cycle
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_policy import (
+    UNSEEN_DOMAIN,
+    cycle_state,
+    plan_cycle,
+    remembered_state,
+)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import next_state
 
 
@@ -58,3 +64,26 @@ def test_a_blind_host_in_maintenance_still_holds_its_fault_domain() -> None:
     plan = plan_cycle(results)
     assert plan["hosts"]["vm1"]["prepare"] == [] and plan["hosts"]["vm1"]["deferred"][0]["event_id"] == "E2"
     assert plan["fault_domains_in_maintenance"] == [0]
+
+
+def test_a_started_event_of_vms_outside_the_play_holds_an_unseen_fault_domain() -> None:
+    # vm1 and vm4 are rebooting (they cannot answer, so they are not in the play); vm2 sees their event.
+    reboot = event("E1", ["vm1", "vm4"], status="Started")
+    results = {"vm2": result("vm2", 2, [reboot, event("E2", ["vm2"])])}
+    plan = plan_cycle(results)
+    assert plan["hosts"]["vm2"]["prepare"] == [] and plan["fault_domains_in_maintenance"] == [UNSEEN_DOMAIN]
+    assert "unseen in maintenance" in plan["hosts"]["vm2"]["deferred"][0]["reason"]
+    ours = {"vm1": result("vm1", 1, [reboot, event("E2", ["vm1"])]), "vm4": result("vm4", 1, [reboot])}
+    assert [e["event_id"] for e in plan_cycle(ours)["hosts"]["vm1"]["prepare"]] == ["E2"]  # its own domain
+
+
+def test_a_failed_cycle_remembers_what_it_saw_but_records_no_progress() -> None:
+    old, new = event("E1", ["vm0"]), event("E2", ["vm0"], status="Started")
+    previous = saved([old], prepared=["E1"])
+    remembered = remembered_state(result("vm0", 0, [new], previous))
+    assert [e["event_id"] for e in remembered["events"]] == ["E1", "E2"]  # E1 is gone but not yet recovered
+    assert remembered["prepared"] == ["E1"] and remembered["approved"] == []
+    assert remembered["document_incarnation"] == previous["document_incarnation"]
+    later = plan_cycle({"vm0": result("vm0", 0, [], remembered)})
+    assert sorted(e["event_id"] for e in later["hosts"]["vm0"]["recover"]) == ["E1", "E2"]
+    assert remembered_state(result("vm0", 0, None, previous)) == previous  # blind: nothing new to remember
