@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-test.txt requirements-analysis.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
-.PHONY: demo test sanity newest-core pytest notebooks bench-cycle bench-analysis venv clean
+.PHONY: demo test sanity newest-core pytest fault-table notebooks bench-cycle bench-analysis venv clean
 
 demo: $(STAMP)
 	$(PY) tools/demo.py
@@ -25,6 +25,10 @@ newest-core:
 
 pytest: $(STAMP)
 	$(PY) -m pytest
+
+# Only the fault matrix (part of `make test`), which rewrites docs/fault-matrix.md.
+fault-table: $(STAMP)
+	$(PY) -m pytest tests/reliability/test_fault_matrix.py
 
 # JupyterLab on the analysis notebooks; they read the last `make demo` history if there is one,
 # else the shipped (simulated) sample. SCHEDULED_EVENTS_HISTORY=path/or/glob picks another.

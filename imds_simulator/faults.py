@@ -85,6 +85,7 @@ class FaultBook:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._faults: Dict[str, List[Fault]] = {}
+        self.taken: Dict[str, int] = {}  # faults applied per VM, for tests and reports
 
     def add(self, vm: str, faults: List[Fault]) -> None:
         with self._lock:
@@ -103,6 +104,7 @@ class FaultBook:
                         fault.count -= 1
                         if fault.count == 0:
                             queue.remove(fault)
+                    self.taken[vm.lower()] = self.taken.get(vm.lower(), 0) + 1
                     return fault
         return None
 
