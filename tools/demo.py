@@ -53,14 +53,15 @@ def prepare_work() -> Dict[str, str]:
                 SCHEDULED_EVENTS_HISTORY_PATH=str(HISTORY), ANSIBLE_LOCAL_TEMP=str(WORK / "tmp"))
 
 
-def write_inventory(sim: Simulator) -> Path:
-    inventory = WORK / "inventory.json"
+def write_inventory(sim: Simulator, work: Path = WORK) -> Path:
+    """Every simulated VM as a local host with its own IMDS root and state file (shared with tools/soak.py)."""
+    inventory = work / "inventory.json"
     inventory.write_text(json.dumps({"azure_vms": {
         "hosts": {v.name: {"maintenance_cycle_imds_url": sim.vm_url(v.name),
-                           "maintenance_cycle_state_path": str(WORK / "state" / f"{v.name}.json")}
+                           "maintenance_cycle_state_path": str(work / "state" / f"{v.name}.json")}
                   for v in sim.engine.fleet.vms},
         "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-                 "maintenance_marker_dir": str(WORK)}}}, indent=1))
+                 "maintenance_marker_dir": str(work)}}}, indent=1))
     return inventory
 
 

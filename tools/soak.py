@@ -1,8 +1,8 @@
 """`make soak`: the watch playbook against a big simulated fleet for a long time, measured.
 
-A 50-VM availability set receives a random `fleet-mix` stream (made busier, so that a
-30-minute run sees tens of events) at a time scale that keeps every notice longer than a
-watch round. The real `watch` playbook runs with the shipped example prepare/recover tasks
+A 50-VM availability set receives a random `fleet-mix` stream (60 times busier, so that a
+30-minute run sees tens of events) at time scale 5, which keeps every notice several watch
+rounds long. The real `watch` playbook runs with the shipped example prepare/recover tasks
 and the history callback on. Afterwards, from the simulator's ground truth, the history and
 the example tasks' audit log, it reports:
 
@@ -38,6 +38,7 @@ from imds_simulator.engine import Engine  # noqa: E402
 from imds_simulator.fleet import FleetSpec, build_fleet  # noqa: E402
 from imds_simulator.jsonfile import read_json  # noqa: E402
 from imds_simulator.server import ServerOptions, Simulator, serve_in_thread  # noqa: E402
+from tools.demo import write_inventory  # noqa: E402
 from tools.stage_collection import stage  # noqa: E402
 
 WORK = REPO / "build" / "soak"
@@ -113,20 +114,9 @@ def environment() -> Dict[str, str]:
                 SCHEDULED_EVENTS_HISTORY_PATH=str(WORK / "history.jsonl"), ANSIBLE_LOCAL_TEMP=str(WORK / "tmp"))
 
 
-def write_inventory(sim: Simulator) -> Path:
-    inventory = WORK / "inventory.json"
-    inventory.write_text(json.dumps({"azure_vms": {
-        "hosts": {v.name: {"maintenance_cycle_imds_url": sim.vm_url(v.name),
-                           "maintenance_cycle_state_path": str(WORK / "state" / f"{v.name}.json")}
-                  for v in sim.engine.fleet.vms},
-        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-                 "maintenance_marker_dir": str(WORK)}}}))
-    return inventory
-
-
 def run_watch(options: Options, sim: Simulator, env: Dict[str, str]) -> tuple:
     command = [str(Path(sys.executable).parent / "ansible-playbook"), "azure_imds.scheduled_events.watch",
-               "-i", str(write_inventory(sim)), "-f", str(options.forks), "-e", json.dumps({
+               "-i", str(write_inventory(sim, WORK)), "-f", str(options.forks), "-e", json.dumps({
                    "watch_seconds": options.minutes * 60, "watch_poll_interval": 1, "watch_round_seconds": 10,
                    "prepare_tasks": str(REPO / "playbooks/maintenance_tasks/prepare_example.yml"),
                    "recover_tasks": str(REPO / "playbooks/maintenance_tasks/recover_example.yml")})]
@@ -197,8 +187,10 @@ def parse_args(argv: Optional[List[str]] = None) -> Options:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--vms", type=int, default=50)
-    parser.add_argument("--time-scale", type=float, default=20.0)
-    parser.add_argument("--busier", type=float, default=20.0, help="multiply fleet-mix's per-day rates")
+    # Time scale 5: a 15-minute notice lasts 180 wall seconds, several watch rounds of 50 hosts on a
+    # 2-core machine (a round takes ~40 s there); faster clocks would let notices run out unprepared.
+    parser.add_argument("--time-scale", type=float, default=5.0)
+    parser.add_argument("--busier", type=float, default=60.0, help="multiply fleet-mix's per-day rates")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--forks", type=int, default=50)
     parser.add_argument("--report", type=Path, default=REPORT, help="where to write the figures ('' for none)")
