@@ -54,21 +54,27 @@ def prepare_work() -> Dict[str, str]:
 
 
 def write_inventory(sim: Simulator, work: Path = WORK) -> Path:
-    """Every simulated VM as a local host with its own IMDS root and state file (shared with tools/soak.py)."""
+    """Every simulated VM as a local host with its own IMDS root, state file and marker folder (what the
+    example prepare/recover tasks write; on real VMs each has its own disk). Shared with tools/soak.py."""
+    hosts = {}
+    for vm in sim.engine.fleet.vms:
+        markers = work / "markers" / vm.name
+        markers.mkdir(parents=True, exist_ok=True)
+        hosts[vm.name] = {"maintenance_cycle_imds_url": sim.vm_url(vm.name),
+                          "maintenance_cycle_state_path": str(work / "state" / f"{vm.name}.json"),
+                          "maintenance_marker_dir": str(markers)}
     inventory = work / "inventory.json"
-    inventory.write_text(json.dumps({"azure_vms": {
-        "hosts": {v.name: {"maintenance_cycle_imds_url": sim.vm_url(v.name),
-                           "maintenance_cycle_state_path": str(work / "state" / f"{v.name}.json")}
-                  for v in sim.engine.fleet.vms},
-        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-                 "maintenance_marker_dir": str(work)}}}, indent=1))
+    inventory.write_text(json.dumps({"azure_vms": {"hosts": hosts, "vars": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}, indent=1))
     return inventory
 
 
-def audit() -> List[Dict[str, Any]]:
-    path = WORK / "maintenance-audit.jsonl"
-    lines = path.read_text().splitlines() if path.exists() else []
-    return [json.loads(line) for line in lines if line.strip()]
+def audit(work: Path = WORK) -> List[Dict[str, Any]]:
+    """The example tasks' audit lines of every VM."""
+    lines: List[Dict[str, Any]] = []
+    for path in sorted((work / "markers").glob("*/maintenance-audit.jsonl")):
+        lines += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return lines
 
 
 def report(sim: Simulator, started: float, returncode: int) -> int:

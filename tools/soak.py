@@ -38,7 +38,7 @@ from imds_simulator.engine import Engine  # noqa: E402
 from imds_simulator.fleet import FleetSpec, build_fleet  # noqa: E402
 from imds_simulator.jsonfile import read_json  # noqa: E402
 from imds_simulator.server import ServerOptions, Simulator, serve_in_thread  # noqa: E402
-from tools.demo import write_inventory  # noqa: E402
+from tools.demo import audit, write_inventory  # noqa: E402
 from tools.stage_collection import stage  # noqa: E402
 
 WORK = REPO / "build" / "soak"
@@ -129,22 +129,35 @@ def run_watch(options: Options, sim: Simulator, env: Dict[str, str]) -> tuple:
     return returncode, memory
 
 
-def figures(sim: Simulator, started: float, ended: float, round_s: float) -> Dict[str, Any]:
+def round_seconds(history: List[Dict[str, Any]]) -> float:
+    """How long a watch round took: per host, the longest gap between two reads; the median over hosts."""
+    by_host: Dict[str, List[float]] = {}
+    for record in history:
+        if record.get("record", "observation") == "observation":
+            by_host.setdefault(record["host"], []).append(epoch(record["observed_at"]))
+    gaps = [max(b - a for a, b in zip(sorted(t), sorted(t)[1:])) for t in by_host.values() if len(t) > 1]
+    return statistics.median(gaps) if gaps else 60.0
+
+
+def figures(sim: Simulator, started: float, ended: float) -> Dict[str, Any]:
     with sim.lock:
         sim.engine.advance_to(datetime.now(timezone.utc))
         events = sim.engine.event_summaries()
     history = [json.loads(line) for line in (WORK / "history.jsonl").read_text().splitlines() if line.strip()]
     seen = {e["EventId"].upper() for r in history if r.get("record", "observation") == "observation"
             for e in (r.get("events") or [])}
-    audit_path = WORK / "maintenance-audit.jsonl"
-    audit = [json.loads(line) for line in audit_path.read_text().splitlines()] if audit_path.exists() else []
-    # Only events that appeared while the watch ran, at least one round before its end, can be expected.
+    actions = audit(WORK)
+    (WORK / "truth.json").write_text(json.dumps(events, indent=1))  # for a closer look afterwards
+    round_s = round_seconds(history)
+    # Only events that appeared while the watch ran, at least two rounds before its end, can be expected.
     due = [e for e in events if started <= epoch(e["appeared_at"]) <= ended - 2 * round_s]
-    missed = [e["event_id"] for e in due if e["event_id"] not in seen]
+    missed = ["%s (%s, %s, visible %.0f s)" % (e["event_id"][:8], e["event_type"], e["outcome"],
+                                               (epoch(e["removed_at"]) or ended) - epoch(e["appeared_at"]))
+              for e in due if e["event_id"] not in seen]
     latencies, unprepared, unrecovered = [], [], []
     for event in due:
-        prepares = [epoch(a["at"]) for a in audit if a["event_id"] == event["event_id"] and a["phase"] == "prepare"]
-        recovered = {a["host"] for a in audit if a["event_id"] == event["event_id"] and a["phase"] == "recover"}
+        prepares = [epoch(a["at"]) for a in actions if a["event_id"] == event["event_id"] and a["phase"] == "prepare"]
+        recovered = {a["host"] for a in actions if a["event_id"] == event["event_id"] and a["phase"] == "recover"}
         if prepares:
             latencies.append(min(prepares) - epoch(event["appeared_at"]))
         elif event["start_reason"] != "no_notice" and event["outcome"] != "cancelled":
@@ -153,7 +166,7 @@ def figures(sim: Simulator, started: float, ended: float, round_s: float) -> Dic
         if removed is not None and removed <= ended - 2 * round_s and set(event["resources"]) - recovered:
             unrecovered.append(event["event_id"])
     return {"emitted": len(due), "seen": len(due) - len(missed), "missed": missed, "unprepared": unprepared,
-            "unrecovered": unrecovered, "latencies": latencies, "observations": len(history)}
+            "unrecovered": unrecovered, "latencies": latencies, "observations": len(history), "round_s": round_s}
 
 
 def render(options: Options, found: Dict[str, Any], memory: MemorySampler, returncode: int, wall: float) -> str:
@@ -168,7 +181,9 @@ def render(options: Options, found: Dict[str, Any], memory: MemorySampler, retur
         f"- Run: {wall / 60:.1f} wall minutes, watch playbook exit {returncode}, {options.vms} VMs, "
         f"`fleet-mix` x{options.busier:g} at time scale {options.time_scale:g}, {options.forks} forks.",
         f"- Events emitted (appeared during the run): {found['emitted']}; seen in the history: {found['seen']}; "
-        f"**missed: {len(found['missed'])}**.",
+        f"**missed: {len(found['missed'])}** {', '.join(found['missed'])}".rstrip() + ".",
+        f"- A watch round took about {found['round_s']:.0f} wall s (the longest gap between two reads of a host, "
+        f"median over hosts).",
         f"- Events seen Scheduled that never got prepare: {len(found['unprepared'])}; "
         f"gone events without recover on every VM they listed: {len(found['unrecovered'])}.",
         f"- Observations captured: {found['observations']}.",
@@ -212,7 +227,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         returncode, memory = run_watch(options, sim, env)
         ended = time.time()
-        found = figures(sim, started, ended, 10.0)
+        found = figures(sim, started, ended)
     finally:
         server.shutdown()
     text = render(options, found, memory, returncode, ended - started)

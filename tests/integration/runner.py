@@ -8,7 +8,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from tests.live_fleet import LiveFleet
 
@@ -82,6 +82,22 @@ class CycleBench:
     def run(self, playbook: str = "cycle", check: bool = False, prepare: bool = True, recover: bool = True,
             extra: Optional[Dict[str, Any]] = None, forks: int = 10, env: Optional[Dict[str, str]] = None,
             timeout: float = 300) -> PlaybookRun:
+        command, environment = self.command(playbook, check, prepare, recover, extra, forks, env)
+        proc = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=timeout,
+                              cwd=self.work)
+        recap = {m[0]: {"ok": int(m[1]), "changed": int(m[2]), "unreachable": int(m[3]), "failed": int(m[4])}
+                 for m in RECAP.findall(proc.stdout)}
+        return PlaybookRun(proc.returncode, proc.stdout, proc.stderr, recap)
+
+    def start(self, playbook: str = "cycle", extra: Optional[Dict[str, Any]] = None,
+              env: Optional[Dict[str, str]] = None) -> subprocess.Popen:
+        """The playbook in its own process group (so that a test can kill all of it), output discarded."""
+        command, environment = self.command(playbook, False, True, True, extra, 10, env)
+        return subprocess.Popen(command, env=environment, cwd=self.work, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def command(self, playbook: str, check: bool, prepare: bool, recover: bool, extra: Optional[Dict[str, Any]],
+                forks: int, env: Optional[Dict[str, str]]) -> Tuple[List[str], Dict[str, str]]:
         extra_vars: Dict[str, Any] = {"prepare_tasks": str(FILES / "prepare_log.yml") if prepare else "",
                                       "recover_tasks": str(FILES / "recover_log.yml") if recover else ""}
         extra_vars.update(extra or {})
@@ -93,8 +109,4 @@ class CycleBench:
                            ANSIBLE_LOCAL_TEMP=str(self.work / "ansible-tmp"), **(env or {}))
         if self.windows:
             environment["ANSIBLE_CONNECTION_PLUGINS"] = str(WINDOWS_DOUBLE)
-        proc = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=timeout,
-                              cwd=self.work)
-        recap = {m[0]: {"ok": int(m[1]), "changed": int(m[2]), "unreachable": int(m[3]), "failed": int(m[4])}
-                 for m in RECAP.findall(proc.stdout)}
-        return PlaybookRun(proc.returncode, proc.stdout, proc.stderr, recap)
+        return command, environment

@@ -24,6 +24,7 @@ from tests.modules.history_helpers import (
     served,
     start_playbook,
 )
+from tests.processes import kill_leftovers
 
 pytestmark = pytest.mark.live
 
@@ -334,6 +335,7 @@ def test_a_run_killed_mid_way_leaves_only_complete_lines(tmp_path: Path, fleet: 
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
+        kill_leftovers(str(tmp_path / "inventory.json"))
     history = read_history(path)
     assert len(history.records) >= 15
     assert len(history.bad_lines) <= 1

@@ -1,0 +1,48 @@
+"""A cycle killed (SIGKILL, the whole process group) at random points: every state file on the VMs is
+the old or the new one, never partial, and the history stays readable; the next run finishes the job."""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from pathlib import Path
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import load_state
+from tests.integration.runner import CycleBench
+from tests.live_fleet import LiveFleet
+from tests.modules.history_helpers import capture_env, read_history
+from tests.processes import kill_leftovers
+
+
+def test_sigkill_at_random_points_leaves_old_or_new_state_and_a_readable_history(tmp_path: Path) -> None:
+    # Time scale 10: the 15-minute notices (90 s) outlast the killed runs and the final one.
+    fleet = LiveFleet("platform-maintenance", time_scale=10.0, seed=5)
+    rng = random.Random(20261122)
+    history = tmp_path / "history.jsonl"
+    try:
+        fleet.wait_for_events(timeout=10.0)
+        bench = CycleBench(fleet, tmp_path / "bench")
+        kills = [rng.uniform(1.0, 7.0) for _ in range(5)]
+        for delay in kills:
+            proc = bench.start(env=capture_env(history))
+            time.sleep(delay)
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=60)
+            kill_leftovers(str(bench.inventory))
+            for host in bench.hosts:
+                path = bench.state_path(host)
+                if path.exists():  # the old or the new state: always whole
+                    _state, status, message = load_state(path.read_text())
+                    assert status == "loaded", f"{host} after a kill at {delay:.1f} s: {message}"
+            lines = read_history(history)
+            assert [n for n, _ in lines.bad_lines] in ([], [len(lines.lines) - 1]), "only a torn last line"
+        final = bench.run(env=capture_env(history))
+        assert final.returncode == 0, final.stdout[-3000:]
+        after = read_history(history)
+        assert after.records and len(after.bad_lines) <= len(kills), "at most one torn line per kill"
+        approved = [i for a in fleet.approvals() for i in a["event_ids"]]
+        assert approved and len(approved) == len(set(approved)), "each event approved exactly once"
+    finally:
+        fleet.close()
