@@ -7,7 +7,6 @@ eight times busier, with cycles every 1-5 minutes and prepare tasks that sometim
 """
 from __future__ import annotations
 
-import copy
 import json
 import random
 from datetime import datetime, timedelta, timezone
@@ -17,22 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from imds_simulator import scenario as sc
 from imds_simulator.engine import Engine
 from imds_simulator.fleet import FleetSpec, build_fleet
-from imds_simulator.jsonfile import read_json
 from tests.reliability.cycle_model import RoleModel
+from tools.soak import busier_fleet_mix
 
 START = datetime(2026, 11, 2, 8, 0, tzinfo=timezone.utc)
 POLICY = {"max_fault_domains_in_maintenance": 1, "prepare_configured": True}
-
-
-def busy_fleet_mix(factor: float) -> sc.Scenario:
-    data = read_json(f"{sc.SCENARIO_DIR}/fleet-mix.json", "scenario", sc.ScenarioError)
-    data = copy.deepcopy(data)
-    for spec in data["events"]:
-        spec["per_day"] = spec["per_day"] * factor
-    return sc.parse(data, {})
 
 
 def when(iso: str | None) -> datetime | None:
@@ -40,7 +30,7 @@ def when(iso: str | None) -> datetime | None:
 
 
 def simulate(seed: int, failure_rate: float, period_s: int, hours: float = 24.0) -> Tuple[RoleModel, List[Dict[str, Any]]]:
-    scenario = busy_fleet_mix(8.0)
+    scenario = busier_fleet_mix(8.0)
     engine = Engine(build_fleet(FleetSpec(**scenario.fleet)), scenario, START, time_scale=1.0, seed=seed)
     model = RoleModel(engine, POLICY, prepare_failure_rate=failure_rate, rng=random.Random(seed))
     model.run(START, hours, period_s)
