@@ -27,6 +27,10 @@ HEADER = """---
 #   ansible-playbook azure_imds.scheduled_events.watch -i inventory -e target=azure_vms \\
 #       -e watch_seconds=900 -f 20
 # Use at least as many forks as hosts: a round waits for its slowest host.
+# A host whose IMDS does not answer (a VM in its own maintenance) sits the round out; after
+# watch_unread_seconds (default 900) unread, its rounds fail. A host that fails in a round
+# rejoins the next one, and the watch then ends failed, naming it. (A host that becomes
+# unreachable in the middle of a cycle stays out: Ansible keeps unreachable hosts out of later plays.)
 
 - name: Watch - set up
   hosts: "{{{{ target | default('azure_vms') }}}}"
@@ -38,7 +42,10 @@ HEADER = """---
           - (watch_seconds | default(600) | float) > 0
           - (watch_round_seconds | default(30) | float) > 0
           - (watch_poll_interval | default(1) | float) > 0
-        fail_msg: "watch_seconds, watch_round_seconds and watch_poll_interval must be positive numbers of seconds."
+          - (watch_unread_seconds | default(900) | float) > 0
+        fail_msg: >-
+          watch_seconds, watch_round_seconds, watch_poll_interval and watch_unread_seconds must be
+          positive numbers of seconds.
         quiet: true
       run_once: true
 
@@ -48,7 +55,28 @@ HEADER = """---
         watch_since: null
         watch_seen_events: false
         watch_quiet_since: null
+        watch_unread_since: null
+        watch_failures: []
         watch_done: false
+
+- &rejoin
+  name: Watch - bring back the hosts that failed in the last round
+  hosts: "{{{{ target | default('azure_vms') }}}}"
+  gather_facts: false
+  tasks:
+    - name: End at once when the watch is done (the final rejoin, before the report, does not)
+      ansible.builtin.meta: end_play
+      when: (watch_done | bool) and not (watch_final_rejoin | default(false))
+
+    # A failed host is out of every later play. Cleared here, in a play of its own, it is back
+    # for the next one; cleared inside the round, it would resume its failed cycle's tasks.
+    - name: Count the hosts that failed in the last round (run_once sets it on every host)
+      ansible.builtin.set_fact:
+        watch_failures: "{{{{ watch_failures + (ansible_play_hosts_all | difference(ansible_play_hosts)) }}}}"
+      run_once: true
+
+    - name: Bring them back
+      ansible.builtin.meta: clear_host_errors
 
 - &round
   name: Watch - one round
@@ -63,9 +91,27 @@ HEADER = """---
       ansible.builtin.import_tasks: watch_round.yml
 """
 
+REPORT = """
+- <<: *rejoin
+  vars:
+    watch_final_rejoin: true
+
+- name: Watch - report
+  hosts: "{{ target | default('azure_vms') }}"
+  gather_facts: false
+  tasks:
+    - name: Fail the hosts that failed in some round, so that the job says so
+      ansible.builtin.fail:
+        msg: >-
+          {{ inventory_hostname }} failed in {{ watch_failures | select('equalto', inventory_hostname) | list | length }}
+          round(s) of the watch (see those rounds above); it rejoined the next round each time.
+      when: inventory_hostname in watch_failures
+"""
+
 
 def render(rounds: int) -> str:
-    return HEADER.format(rounds=rounds) + "".join("\n- *round" for _ in range(rounds - 1)) + "\n"
+    return (HEADER.format(rounds=rounds) + "".join("\n- *rejoin\n- *round" for _ in range(rounds - 1))
+            + "\n" + REPORT)
 
 
 if __name__ == "__main__":

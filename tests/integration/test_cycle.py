@@ -49,6 +49,38 @@ def by_event(actions: List[Dict[str, Any]], event_id: str) -> Dict[str, float]:
 
 # Time scale 30: each 15-minute notice lasts 30 s, well beyond the watch's first round on a loaded
 # CI machine (at 100, the first notice ran out before the first round finished preparing).
+def test_watch_keeps_hosts_that_miss_a_round_and_ends_failed_naming_them(tmp_path: Path) -> None:
+    """A VM whose IMDS drops (as in its own reboot) sits a round out; a host whose prepare fails
+    once rejoins the next round. Both still get prepare, approval and recover; the job ends failed,
+    naming only the host that failed."""
+    fleet = LiveFleet(None, time_scale=20.0, fleet=FleetSpec(vms=3, fault_domains=1))
+    try:
+        unread, failing, _ = fleet.vms
+        fleet.fault(unread, {"kind": "drop", "count": 5})  # the wait's 5 attempts
+        (event_id,) = fleet.inject({"key": "both", "type": "Reboot", "notice_s": 900,
+                                    "resources": {"names": [unread, failing]}})
+        bench = CycleBench(fleet, tmp_path)
+        run = bench.run("watch", extra={"watch_seconds": 240, "watch_stop_when_quiet": True, "watch_poll_interval": 0.25,
+                                        "watch_round_seconds": 5, "watch_quiet_seconds": 10,
+                                        "fail_prepare_once_on": [failing]})
+        (event,) = fleet.truth()
+        approvals = fleet.approvals()
+    finally:
+        fleet.close()
+    assert f"{unread} sits this round out and rejoins the next: the connection to IMDS" in run.stdout
+    assert "prepare refused once by the test on " + failing in run.stdout
+    assert run.returncode == 2 and run.failed_hosts() == [failing], run.stdout[-3000:]
+    assert f"{failing} failed in 1 round(s) of the watch" in run.stdout
+    assert event["outcome"] == "completed" and event["start_reason"] == "approved", "approved by the watch"
+    assert [a["event_ids"] for a in approvals] == [[event_id]]
+    prepared = {a["host"]: a["at"] for a in bench.actions("prepare") if a["event_id"] == event_id}
+    assert set(prepared) == {unread, failing}
+    assert max(prepared.values()) < epoch(approvals[0]["at"]), "both prepared before the approval"
+    recovered = by_event(bench.actions("recover"), event_id)
+    assert set(recovered) == {unread, failing}, "both still in the watch after the event"
+    assert min(recovered.values()) >= epoch(event["removed_at"])
+
+
 @pytest.mark.parametrize("bench", [("platform-maintenance", 30.0)], indirect=True)
 def test_watch_walks_three_fault_domains_safely(bench: CycleBench) -> None:
     run = bench.run("watch", extra={"watch_seconds": 300, "watch_stop_when_quiet": True, "watch_poll_interval": 0.25,
