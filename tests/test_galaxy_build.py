@@ -40,10 +40,11 @@ def test_build_install_and_ansible_doc_from_the_tarball(tmp_path: Path) -> None:
                              env=env, capture_output=True, text=True, timeout=300)
     assert install.returncode == 0, install.stderr
     assert (installed / "ansible_collections" / "azure_imds" / "scheduled_events" / "MANIFEST.json").is_file()
-    for module in ("scheduled_events_info", "scheduled_events_approve"):
+    for module, expected in (("scheduled_events_info", "imds_url"), ("scheduled_events_approve", "imds_url"),
+                             ("scheduled_events_lock", "lease_seconds"), ("controller_lock", "localhost")):
         doc = subprocess.run([str(BIN / "ansible-doc"), f"azure_imds.scheduled_events.{module}"], env=env,
                              capture_output=True, text=True, timeout=120)
-        assert doc.returncode == 0 and "imds_url" in doc.stdout, doc.stderr
+        assert doc.returncode == 0 and expected in doc.stdout, doc.stderr
         assert str(installed) in doc.stdout  # documented from the installed tarball, not the staged copy
     for kind, name, expected in (("role", "maintenance_cycle", "maintenance_cycle_imds_url"),
                                  ("callback", "scheduled_events_history", "SCHEDULED_EVENTS_HISTORY_PATH"),

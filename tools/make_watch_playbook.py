@@ -36,6 +36,11 @@ HEADER = """---
   hosts: "{{{{ target | default('azure_vms') }}}}"
   gather_facts: false
   tasks:
+    - name: One run per target on this control node (a second one stops here, naming the first)
+      ansible.builtin.import_tasks: control_node_lock.yml
+      vars:
+        run_lock_state: held
+
     - name: Check the watch settings
       ansible.builtin.assert:
         that:
@@ -55,7 +60,7 @@ HEADER = """---
         watch_since: null
         watch_seen_events: false
         watch_quiet_since: null
-        watch_unread_since: null
+        watch_read_at: "{{{{ now(utc=true).timestamp() }}}}"
         watch_failures: []
         watch_done: false
 
@@ -83,6 +88,7 @@ HEADER = """---
   hosts: "{{{{ target | default('azure_vms') }}}}"
   gather_facts: false
   vars:
+    watch_unread: "{{{{ maintenance_cycle_query is failed or maintenance_cycle_query is unreachable }}}}"
     maintenance_cycle_end_quiet_hosts: false
     maintenance_cycle_prepare_tasks: "{{{{ prepare_tasks | default(playbook_dir ~ '/maintenance_tasks/prepare_example.yml') }}}}"
     maintenance_cycle_recover_tasks: "{{{{ recover_tasks | default(playbook_dir ~ '/maintenance_tasks/recover_example.yml') }}}}"
@@ -106,6 +112,15 @@ REPORT = """
           {{ inventory_hostname }} failed in {{ watch_failures | select('equalto', inventory_hostname) | list | length }}
           round(s) of the watch (see those rounds above); it rejoined the next round each time.
       when: inventory_hostname in watch_failures
+
+- name: Watch - release the control-node lock
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Release the control-node lock
+      ansible.builtin.import_tasks: control_node_lock.yml
+      vars:
+        run_lock_state: released
 """
 
 

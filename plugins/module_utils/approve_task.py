@@ -17,15 +17,18 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.approv
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.imds import ImdsError
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import (
     IMDS_ARGUMENT_SPEC,
+    LOCK_ARGUMENT_SPEC,
     TaskFailed,
     build_client,
     guarded,
+    lock_step,
     read_document,
     this_vm,
 )
 
 REQUIRED_ONE_OF = [("event_ids", "events")]
 MUTUALLY_EXCLUSIVE = [("event_ids", "events")]
+REQUIRED_TOGETHER = [("lock_path", "lock_owner")]
 
 
 def argument_spec():
@@ -39,6 +42,7 @@ def argument_spec():
         wait_for_start=dict(type="bool", default=False),
         wait_timeout=dict(type="float", default=120.0),
         poll_interval=dict(type="float", default=1.0),
+        **LOCK_ARGUMENT_SPEC
     )
     return spec
 
@@ -76,6 +80,12 @@ def run_approve(params, edges, check_mode=False, diff_mode=False):
     if plan.error:
         result.update(changed=False, approved=[])
         raise TaskFailed(plan.error, **result)
+    if plan.approve:
+        # The last step before an irreversible POST: this run must still hold the VM (a lease that ran out
+        # may have been taken over by another run, which then approves on its own).
+        lock = lock_step("refresh", params, edges, check_mode)
+        if lock is not None:
+            result["lock"] = lock
     if plan.approve and not check_mode:
         try:
             client.approve(plan.approve)

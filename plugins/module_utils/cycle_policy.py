@@ -19,6 +19,9 @@ same wherever it is taken and can be tested without Ansible. The rules:
   plans nothing, leads no approval, recovers nothing and keeps its saved state,
   and its saved maintenance still counts against the fault-domain limit. No
   document is no news, never "every event is gone";
+- a host that another maintenance run holds (its lease lock, see cycle_lock) is
+  blind too, its fault domain counts as in maintenance, and no event that lists
+  it is approved by this run;
 - a Started event that lists VMs which are not hosts of the play (a rebooting VM
   cannot answer, so it drops out of the play) puts an unseen fault domain into
   maintenance: no other fault domain is brought in while it lasts;
@@ -67,7 +70,8 @@ def host_views(results):
             "approved": set(i.upper() for i in state.get("approved", [])),
             "saved_events": state.get("events", []),
             "incarnation": result.get("document_incarnation"),
-            "blind": result.get("document_available") is False,
+            "held": bool((result.get("lock") or {}).get("held_by")),
+            "blind": result.get("document_available") is False or bool((result.get("lock") or {}).get("held_by")),
         }
     return views
 
@@ -124,7 +128,8 @@ def _busy_fault_domains(views):
         events = view["saved_events"] if view["blind"] else view["events"]
         present = set(e["event_id"].upper() for e in events)
         started = any(e["event_status"] == "Started" and affects(e, view["vm_name"]) for e in events)
-        if started or (view["prepared"] & present):
+        # Another run works on a held host: it may be bringing that fault domain into maintenance now.
+        if started or (view["prepared"] & present) or view["held"]:
             busy.add(view["fault_domain"])
     return busy
 
@@ -132,6 +137,8 @@ def _busy_fault_domains(views):
 def _plan_prepares(views, plan, busy, limit):
     wanted = []
     for host, view in views.items():
+        if view["blind"]:  # no document, or another run works on it
+            continue
         for event in _mine(view):
             if event["event_status"] == "Scheduled" and event["event_id"].upper() not in view["prepared"]:
                 wanted.append((event.get("not_before") or "~", _fd_key(view["fault_domain"]), host, event))
@@ -180,6 +187,9 @@ def _approval_refusal(event, affected, views, plan, by_vm, policy):
         return "unknown EventType or EventStatus"
     if event["event_type"] in policy["leave_to_not_before"]:
         return "policy leaves %s events to NotBefore" % event["event_type"]
+    held = [h for h in affected if views[h]["held"]]
+    if held:
+        return "another maintenance run holds %s" % ", ".join(held)
     outside = [r for r in event["resources"] if resource_name(r) not in by_vm]
     if outside and not policy["approve_outside_play"]:
         return "lists VMs outside this play (%s)" % ", ".join(outside)

@@ -17,6 +17,15 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, Optional
 
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_lock import (
+    DELETE,
+    LockError,
+    check_lock_request,
+    claim,
+    held_message,
+    refresh,
+    release,
+)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.events import (
     DocumentError,
     compute_facts,
@@ -58,6 +67,9 @@ class TaskEdges:
     warn: Callable[[str], None]
     send: Optional[Callable[[str, str, Optional[str], float], bytes]] = None
     read_text: Optional[Callable[[str], Optional[str]]] = None
+    # update_lock(path, change): change(text or None) under an exclusive guard (lock_file.py); None
+    # where the VM lock is not supported (Windows VMs)
+    update_lock: Optional[Callable[[str, Callable[[Optional[str]], Any]], Any]] = None
 
 
 def utc_now():
@@ -100,6 +112,59 @@ def guarded(func, *args, **kwargs):
         return func(*args, **kwargs)
     except (ImdsError, DocumentError) as exc:
         raise TaskFailed(str(exc))
+
+
+LOCK_ARGUMENT_SPEC = dict(
+    lock_path=dict(type="path"),
+    lock_owner=dict(type="str"),
+    lock_seconds=dict(type="float", default=900.0),
+)
+NOT_SUPPORTED = "the VM lock is not supported on Windows VMs yet, so this run goes on without it on this host."
+
+
+def lock_step(step, params, edges, check_mode=False):
+    """Claim, refresh or release this run's lease lock on the VM (see cycle_lock); None when no lock is asked.
+
+    The result says whether the lock is this run's (`taken`) or which other run holds it (`held_by`). In check
+    mode the lock is judged but never written."""
+    path, owner, lease = params.get("lock_path"), params.get("lock_owner"), params.get("lock_seconds")
+    if not path:
+        return None
+    try:
+        check_lock_request(owner, lease)
+    except LockError as exc:
+        raise TaskFailed(str(exc))
+    # `taken` stays true if a release fails, so that a later release tries again.
+    result = {"path": path, "owner": owner, "taken": step == "release", "held_by": None}
+    if edges.update_lock is None:
+        edges.warn(NOT_SUPPORTED)
+        return dict(result, taken=False, supported=False)
+    now = utc_now()
+
+    def change(text):
+        if step == "claim":
+            written, outcome = claim(text, owner, now, lease, path)
+            result.update(taken=outcome["taken"] and not check_mode, held_by=outcome["held_by"])
+            if outcome["note"] and not outcome["held_by"] and not check_mode:
+                edges.warn(outcome["note"])
+        elif step == "refresh":
+            written = refresh(text, owner, now, lease, path)
+            result["taken"] = not check_mode
+        else:
+            written = release(text, owner)
+            result["released"] = written is DELETE and not check_mode
+            result["taken"] = False
+        return None if check_mode else written
+
+    try:
+        edges.update_lock(path, change)
+    except LockError as exc:
+        raise TaskFailed(str(exc), lock=result)
+    except (OSError, IOError) as exc:
+        raise TaskFailed("cannot use the lock file %s (%s)." % (path, exc), lock=result)
+    if result["held_by"]:
+        result["message"] = held_message(result["held_by"], path)
+    return result
 
 
 def run_module(module, run, edges_kwargs=None):

@@ -110,6 +110,7 @@ class WindowsAwareAction(NormalAction):
     ARGUMENT_SPEC: Callable[[], Dict[str, Any]]
     REQUIRED_ONE_OF: list = []
     MUTUALLY_EXCLUSIVE: list = []
+    REQUIRED_TOGETHER: list = []
     PATH_OPTIONS: tuple = ()
 
     def run(self, tmp=None, task_vars=None):
@@ -140,7 +141,8 @@ class WindowsAwareAction(NormalAction):
         for name in self.PATH_OPTIONS:  # `path` would expand ~ on the controller
             spec[name] = dict(spec[name], type="str")
         _validation, args = self.validate_argument_spec(argument_spec=spec, required_one_of=self.REQUIRED_ONE_OF,
-                                                        mutually_exclusive=self.MUTUALLY_EXCLUSIVE)
+                                                        mutually_exclusive=self.MUTUALLY_EXCLUSIVE,
+                                                        required_together=self.REQUIRED_TOGETHER)
         for name in self.PATH_OPTIONS:
             if args.get(name):
                 args[name] = windows_path(args[name])

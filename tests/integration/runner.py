@@ -41,6 +41,7 @@ class CycleBench:
         self.work = work
         self.hosts = hosts or fleet.vms
         self.windows = set(windows)
+        self.controller_lock = work / "controller.lock"  # the playbooks' control-node lock, per bench
         self.actions_dir = work / "actions"
         self.actions_dir.mkdir(parents=True, exist_ok=True)
         self.inventory = work / "inventory.json"
@@ -99,7 +100,8 @@ class CycleBench:
     def command(self, playbook: str, check: bool, prepare: bool, recover: bool, extra: Optional[Dict[str, Any]],
                 forks: int, env: Optional[Dict[str, str]]) -> Tuple[List[str], Dict[str, str]]:
         extra_vars: Dict[str, Any] = {"prepare_tasks": str(FILES / "prepare_log.yml") if prepare else "",
-                                      "recover_tasks": str(FILES / "recover_log.yml") if recover else ""}
+                                      "recover_tasks": str(FILES / "recover_log.yml") if recover else "",
+                                      "controller_lock": str(self.controller_lock)}
         extra_vars.update(extra or {})
         command = [str(Path(sys.executable).parent / "ansible-playbook"), f"azure_imds.scheduled_events.{playbook}",
                    "-i", str(self.inventory), "-f", str(forks), "-e", json.dumps(extra_vars)]

@@ -67,7 +67,8 @@ def test_watch_keeps_hosts_that_miss_a_round_and_ends_failed_naming_them(tmp_pat
         approvals = fleet.approvals()
     finally:
         fleet.close()
-    assert f"{unread} sits this round out and rejoins the next: the connection to IMDS" in run.stdout
+    assert f"{unread} has not answered for " in run.stdout
+    assert "(the connection to IMDS at " in run.stdout and "it sits this round out and rejoins the next." in run.stdout
     assert "prepare refused once by the test on " + failing in run.stdout
     assert run.returncode == 2 and run.failed_hosts() == [failing], run.stdout[-3000:]
     assert f"{failing} failed in 1 round(s) of the watch" in run.stdout

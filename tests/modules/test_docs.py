@@ -13,7 +13,9 @@ ANSIBLE_DOC = str(Path(sys.executable).parent / "ansible-doc")
 
 @pytest.mark.parametrize("module, must_mention", [
     ("scheduled_events_info", ["wait_for_change", "affects_this_vm", "imds_url", "first_call_timeout"]),
-    ("scheduled_events_approve", ["expected_incarnation", "force", "already_started", "imds_url"]),
+    ("scheduled_events_approve", ["expected_incarnation", "force", "already_started", "imds_url", "lock_path"]),
+    ("scheduled_events_lock", ["renewed", "released", "held_by", "lease_seconds"]),
+    ("controller_lock", ["pid", "released", "localhost"]),
 ])
 def test_ansible_doc_renders_each_module(module: str, must_mention: list) -> None:
     fqcn = f"azure_imds.scheduled_events.{module}"

@@ -25,7 +25,8 @@ def test_sigkill_at_random_points_leaves_old_or_new_state_and_a_readable_history
         bench = CycleBench(fleet, tmp_path / "bench")
         kills = [rng.uniform(1.0, 7.0) for _ in range(5)]
         for delay in kills:
-            proc = bench.start(env=capture_env(history))
+            # A killed run's VM locks hold until their lease ends: 2 s here, so the next runs take them over.
+            proc = bench.start(extra={"maintenance_cycle_lock_seconds": 2}, env=capture_env(history))
             time.sleep(delay)
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -38,8 +39,10 @@ def test_sigkill_at_random_points_leaves_old_or_new_state_and_a_readable_history
                     assert status == "loaded", f"{host} after a kill at {delay:.1f} s: {message}"
             lines = read_history(history)
             assert [n for n, _ in lines.bad_lines] in ([], [len(lines.lines) - 1]), "only a torn last line"
+        time.sleep(2)
         final = bench.run(env=capture_env(history))
         assert final.returncode == 0, final.stdout[-3000:]
+        assert not list((bench.work / "state").glob("*.lock")), "the final run took over and released every lock"
         after = read_history(history)
         assert after.records and len(after.bad_lines) <= len(kills), "at most one torn line per kill"
         approved = [i for a in fleet.approvals() for i in a["event_ids"]]

@@ -77,6 +77,40 @@ def test_a_started_event_of_vms_outside_the_play_holds_an_unseen_fault_domain() 
     assert [e["event_id"] for e in plan_cycle(ours)["hosts"]["vm1"]["prepare"]] == ["E2"]  # its own domain
 
 
+def held(info: Dict[str, Any], by: str = "run a") -> Dict[str, Any]:
+    """The same info result, for a VM whose lock another run holds."""
+    return dict(info, lock={"taken": False, "owner": "run b",
+                            "held_by": {"owner": by, "expires_at": "2026-11-22T03:15:00Z"}})
+
+
+def test_a_host_another_run_holds_is_left_alone() -> None:
+    reboot = event("E1", ["vm0"])
+    gone = event("E0", ["vm0"])
+    results = {"vm0": held(result("vm0", 0, [reboot], saved([gone])))}
+    plan = plan_cycle(results)["hosts"]["vm0"]
+    assert plan["prepare"] == [] and plan["approve"] == [] and plan["recover"] == []
+
+
+def test_a_held_host_holds_its_fault_domain() -> None:
+    results = {"vm0": held(result("vm0", 0, [event("E1", ["vm0"])])), "vm1": result("vm1", 1, [event("E2", ["vm1"])])}
+    plan = plan_cycle(results)
+    assert plan["hosts"]["vm1"]["prepare"] == [] and plan["hosts"]["vm1"]["deferred"][0]["event_id"] == "E2"
+    assert plan["fault_domains_in_maintenance"] == [0]
+
+
+def test_no_event_that_lists_a_held_host_is_approved_by_this_run() -> None:
+    user = event("U1", ["vm0", "vm1"], source="User")  # would be approved at once
+    prepared = event("E1", ["vm0", "vm1"])
+    results = {"vm0": result("vm0", 0, [user, prepared], saved([prepared], prepared=["E1"])),
+               "vm1": held(result("vm1", 0, [user, prepared], saved([prepared], prepared=["E1"])))}
+    plan = plan_cycle(results)
+    assert plan["approvals"] == {}
+    reasons = [w["reason"] for w in plan["hosts"]["vm0"]["waiting"]]
+    assert reasons == ["another maintenance run holds vm1"] * 2
+    only_held = {"vm1": held(result("vm1", 0, [user]))}
+    assert plan_cycle(only_held)["approvals"] == {}
+
+
 def test_a_failed_cycle_remembers_what_it_saw_but_records_no_progress() -> None:
     old, new = event("E1", ["vm0"]), event("E2", ["vm0"], status="Started")
     previous = saved([old], prepared=["E1"])

@@ -1,0 +1,55 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to azure_imds.scheduled_events
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The VM side of the lease lock (see cycle_lock): one check-and-write under an exclusive guard."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import fcntl
+import os
+import tempfile
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_lock import DELETE
+
+
+def update_under_guard(path, change):
+    """Call change(text of `path` or None) holding an exclusive flock on `path`.guard, then write what it
+    returns (atomically), delete the file on DELETE, or leave it on None. Returns change's answer.
+
+    The guard makes "read, judge, write" one step between runs on this VM, so two runs can never both
+    take a free or expired lock. Raises OSError."""
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, 0o700, exist_ok=True)
+    with open(path + ".guard", "a") as guard:
+        fcntl.flock(guard.fileno(), fcntl.LOCK_EX)
+        try:
+            text = _read(path)
+            answer = change(text)
+            if answer is DELETE:
+                os.unlink(path)
+            elif answer is not None:
+                _replace(path, answer)
+            return answer
+        finally:
+            fcntl.flock(guard.fileno(), fcntl.LOCK_UN)
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return None
+
+
+def _replace(path, text):
+    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".lock-")
+    try:
+        with os.fdopen(handle, "w") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)

@@ -1,0 +1,164 @@
+"""Two maintenance runs on the same VMs at once (AWX without allow_simultaneous, a cron overlap, two
+controllers): the lease lock on each VM lets one run work there and leaves the VM alone in the other,
+with a sentence naming the holder. Real ansible-playbook runs on a simulated fleet."""
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import threading
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Dict, Iterator, List
+
+import pytest
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_lock import lock_text
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import load_state
+from tests.integration.runner import CycleBench, PlaybookRun
+from tests.live_fleet import LiveFleet
+from tests.modules.history_helpers import capture_env, read_history
+
+HELD = "another maintenance run holds this VM"
+
+
+@pytest.fixture
+def bench(tmp_path: Path) -> Iterator[CycleBench]:
+    """Platform maintenance at time scale 10: the 15-minute notice lasts 90 s, longer than these runs."""
+    fleet = LiveFleet("platform-maintenance", time_scale=10.0, seed=3)
+    fleet.wait_for_events(timeout=10.0)
+    yield CycleBench(fleet, tmp_path)
+    fleet.close()
+
+
+def lock_path(bench: CycleBench, host: str) -> Path:
+    return Path(str(bench.state_path(host)) + ".lock")
+
+
+def foreign_lock(bench: CycleBench, host: str, minutes_left: float) -> Path:
+    path = lock_path(bench, host)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    now = datetime.now(timezone.utc)
+    path.write_text(lock_text("other controller run 7 (AWX job 7)", now - timedelta(minutes=20), (20 + minutes_left) * 60))
+    return path
+
+
+def leftover_locks(bench: CycleBench) -> List[Path]:
+    return sorted((bench.work / "state").glob("*.lock"))
+
+
+def approved_ids(bench: CycleBench) -> List[str]:
+    return [i for a in bench.fleet.approvals() for i in a["event_ids"]]
+
+
+def test_two_runs_at_once_share_out_the_vms_and_approve_each_event_once(bench: CycleBench) -> None:
+    history = bench.work / "history.jsonl"
+    runs: Dict[str, PlaybookRun] = {}
+    start = threading.Barrier(2)
+
+    def cycle(name: str) -> None:
+        start.wait()  # prepare takes 4 s, so each run holds its VMs while the other reads
+        # No control-node lock: as from two control nodes, only the VM locks keep the runs apart.
+        runs[name] = bench.run(extra={"prepare_pause_seconds": 4, "controller_lock": ""}, env=capture_env(history))
+
+    threads = [threading.Thread(target=cycle, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert all(r.returncode == 0 for r in runs.values()), [r.stdout[-2000:] + r.stderr[-2000:] for r in runs.values()]
+    assert any(HELD in r.stdout for r in runs.values()), "the runs overlapped and one left a VM alone"
+    ids = approved_ids(bench)
+    assert len(ids) == len(set(ids)), "no event approved twice"
+    for host in bench.hosts:
+        path = bench.state_path(host)
+        if path.exists():
+            assert load_state(path.read_text())[1] == "loaded", f"{host}: state file damaged"
+    captured = read_history(history)
+    assert captured.bad_lines == [] and captured.records, "no interleaved history lines"
+    assert leftover_locks(bench) == [], "both runs released what they held"
+
+    final = bench.run()  # afterwards, one run finishes what the two left
+    assert final.returncode == 0 and HELD not in final.stdout, final.stdout[-3000:]
+    ids = approved_ids(bench)
+    assert ids and sorted(ids) == sorted(set(ids)) == [bench.fleet.truth()[0]["event_id"]]
+    assert leftover_locks(bench) == []
+
+
+def test_a_vm_another_run_holds_is_left_alone_not_failed(bench: CycleBench) -> None:
+    checked = bench.run(check=True)  # check mode judges the lock and writes none
+    assert checked.returncode == 0 and leftover_locks(bench) == [], checked.stdout[-3000:]
+    (event,) = bench.fleet.truth()
+    leader = event["resources"][0]
+    lock = foreign_lock(bench, leader, minutes_left=10)
+    before = lock.read_text()
+    checked = bench.run(check=True)
+    assert checked.returncode == 0 and HELD in checked.stdout and leftover_locks(bench) == [lock]
+    run = bench.run()
+    assert run.returncode == 0 and run.failed_hosts() == [], run.stdout[-3000:]
+    assert f"{HELD} (other controller run 7 (AWX job 7), since " in run.stdout
+    assert f"another maintenance run holds {leader}" in run.stdout, "the event waits, saying why"
+    assert bench.fleet.approvals() == [] and lock.read_text() == before, "nothing approved; its lock untouched"
+    assert leader not in {a["host"] for a in bench.actions("prepare")}
+    assert bench.state(leader) is None, "its state is that run's to save"
+    assert leftover_locks(bench) == [lock]
+
+
+def test_locks_left_by_killed_runs_are_taken_over_and_the_cycle_goes_on(bench: CycleBench) -> None:
+    """An expired VM lock, and a control-node lock whose ansible-playbook has ended."""
+    (event,) = bench.fleet.truth()
+    leader = event["resources"][0]
+    foreign_lock(bench, leader, minutes_left=-1)
+    dead = subprocess.Popen(["true"])  # a pid that has ended
+    dead.wait()
+    bench.controller_lock.write_text(json.dumps({"pid": dead.pid, "started": "1", "host": socket.gethostname(),
+                                                 "owner": "killed run", "playbook": "cycle"}))
+    run = bench.run()
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert "took over the expired lock" in run.stdout + run.stderr
+    assert f"took over {bench.controller_lock} from a run that has ended (pid {dead.pid})" in run.stdout + run.stderr
+    (approval,) = bench.fleet.approvals()
+    assert approval["vm"] == leader and leftover_locks(bench) == [] and not bench.controller_lock.exists()
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["leader", "follower"])
+def test_a_run_whose_lock_was_taken_over_approves_nothing(bench: CycleBench, which: int) -> None:
+    (event,) = bench.fleet.truth()
+    robbed = event["resources"][which]
+    run = bench.run(extra={"steal_lock_on": [robbed]})  # while it prepares, its lease "runs out"
+    assert run.returncode != 0 and run.failed_hosts() == [robbed], run.stdout[-3000:]
+    assert "is now held by thief run (its lease ended), so nothing was done." in run.stdout
+    assert bench.fleet.approvals() == []
+    assert bench.state(robbed) is None, "the VM's state is the other run's to save now"
+    assert leftover_locks(bench) == [lock_path(bench, robbed)], "the thief's lock stays; ours are released"
+
+
+# ---------------------------------------------------------------- the control-node lock
+
+CONTROL_HELD = "another run of this collection holds "
+
+
+def test_a_second_run_on_the_control_node_stops_before_touching_any_vm(bench: CycleBench) -> None:
+    runs: Dict[str, PlaybookRun] = {}
+    start = threading.Barrier(2)
+
+    def cycle(name: str) -> None:
+        start.wait()
+        runs[name] = bench.run(extra={"prepare_pause_seconds": 4})
+
+    threads = [threading.Thread(target=cycle, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    refused = [r for r in runs.values() if CONTROL_HELD in r.stdout]
+    assert len(refused) == 1, [r.stdout[-2000:] for r in runs.values()]
+    (loser,) = refused
+    (winner,) = [r for r in runs.values() if r is not loser]
+    assert winner.returncode == 0 and loser.returncode != 0, winner.stdout[-2000:]
+    assert f"{CONTROL_HELD}{bench.controller_lock} on this control node (Azure Scheduled Events maintenance cycle, pid " \
+        in loser.stdout
+    assert "this run stops before it touches any VM" in loser.stdout
+    assert "Read scheduled events" not in loser.stdout, "the loser read no VM"
+    (approval,) = bench.fleet.approvals()
+    assert not bench.controller_lock.exists(), "the winner released it"
