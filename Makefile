@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-test.txt requirements-analysis.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
-.PHONY: demo test sanity newest-core pytest fault-table soak notebooks bench-cycle bench-analysis venv clean
+.PHONY: demo test sanity newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-analysis venv clean
 
 demo: $(STAMP)
 	$(PY) tools/demo.py
@@ -22,6 +22,9 @@ sanity: $(STAMP)
 # skipped, with the reason printed, where no such interpreter exists.
 newest-core:
 	$(PYTHON) tools/newest_core_leg.py
+
+newest-core-full:
+	NEWEST_CORE_FULL=1 $(PYTHON) tools/newest_core_leg.py
 
 pytest: $(STAMP)
 	$(PY) -m pytest
