@@ -1,40 +1,57 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""One maintenance cycle across the hosts of a play: who prepares, who approves, who recovers.
+"""Every decision of a maintenance cycle over the hosts of a target: pure functions, no I/O.
 
-Pure functions over the hosts' info-module results, so that the decision is the
-same wherever it is taken and can be tested without Ansible. The rules:
+The role is a linear shell around these functions (through the `cycle` filters);
+the safety-invariant tests drive the very same functions against the simulator.
+Rules (the README's "Safety rules" states them for users):
 
-- prepare: each Scheduled event that affects a host and was not prepared there
-  yet, unless that would put one fault domain too many into maintenance
-  (`max_fault_domains_in_maintenance`); such hosts are deferred to a later cycle;
-- approve: from one leader per event (the first VM of Resources that is a host of
-  the play), once, by policy: user events and short freezes at once, other events
-  once prepared on every affected host of the play; never events that list VMs
-  outside the play (unless allowed), never types left to NotBefore, never when an
-  affected host failed or is deferred;
-- recover: each event seen in the previous cycle that affected the host and is gone;
-- a host whose IMDS gave no document this cycle (an empty 200) is blind: it
-  plans nothing, leads no approval, recovers nothing and keeps its saved state,
-  and its saved maintenance still counts against the fault-domain limit. No
-  document is no news, never "every event is gone";
-- a host that another maintenance run holds (its lease lock, see cycle_lock) is
-  blind too, its fault domain counts as in maintenance, and no event that lists
-  it is approved by this run;
-- a Started event that lists VMs which are not hosts of the play (a rebooting VM
-  cannot answer, so it drops out of the play) puts an unseen fault domain into
-  maintenance: no other fault domain is brought in while it lasts;
-- a host whose cycle failed remembers the events it saw (so that none escapes
-  recovery) but records no progress (see `remembered_state`).
+- The plan covers every host of the target, read or not. What it cannot see
+  counts as busy, never as free: a host without a fresh read, held by another
+  run, without a document (an empty 200) or whose name is ambiguous plans
+  nothing, approves nothing, and holds its fault domain (a host whose domain is
+  unknown blocks every new fault domain).
+- A fault domain is keyed by what it really is (`domain_key`): scale set or
+  availability set, zone, and fault-domain number.
+- A fault domain is in maintenance while one of its hosts is in a Started event
+  or has begun a prepare that has not been recovered and saved since.
+- The hosts of one event are prepared together. An event is admitted when it
+  brings no new fault domain, when the limit leaves room, or when nothing
+  else is in maintenance (Azure takes those together anyway).
+  Otherwise it is deferred, until its NotBefore is near: then it is prepared
+  anyway (Azure starts it at NotBefore prepared or not), and left to NotBefore.
+- An event is approved once, by its leader (the first listed host that was
+  read), by policy, and only when every host of the target it lists was read,
+  prepared (or is exempt), and is still alive; never when it lists VMs outside
+  the target (unless allowed), never on a stale view (the approval carries what
+  was planned, see approval.stale_events).
+- Recover: every event that listed the host and is gone, and every event the
+  host began to prepare that is gone or no longer lists it.
+- The state is saved before any approval (when the host prepared, or sees an
+  event listing it that its state does not know) and after recover
+  (`state_after`), so that a failure anywhere keeps what was prepared or seen.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import next_state
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.events import affects, resource_name
+from datetime import datetime, timezone
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import (
+    PREPARE_DONE,
+    PREPARE_STARTED,
+    STATE_VERSION,
+    empty_state,
+    event_record,
+    state_problem,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.events import (
+    KNOWN_EVENT_TYPES,
+    affects,
+    resource_name,
+)
 
 DEFAULT_POLICY = {
     "approve_user_events": True,
@@ -44,50 +61,140 @@ DEFAULT_POLICY = {
     "approve_outside_play": False,
     "max_fault_domains_in_maintenance": 1,
     "prepare_configured": True,
+    "prepare_event_types": list(KNOWN_EVENT_TYPES),
+    "prepare_short_freezes": False,
+    "prepare_anyway_seconds": 480,
 }
 
-
-UNSEEN_DOMAIN = "unseen"  # the fault domain of VMs that are not hosts of the play
+# Host statuses: only a FRESH host is seen well enough to plan for.
+FRESH, BLIND, HELD, UNREAD, AMBIGUOUS = "fresh", "blind", "held", "unread", "ambiguous"
+UNSEEN_DOMAIN = "unseen"  # the fault domain of listed VMs that are not hosts of the target
+UNKNOWN_DOMAIN = "unknown"  # the fault domain of a host never read: blocks every new fault domain
 
 
 class PolicyError(ValueError):
     """A policy or input the cycle cannot work with; one sentence."""
 
 
-def host_views(results):
-    """{host: info result} -> {host: view} with what the policy needs."""
+# ---------------------------------------------------------------------------------------------- views
+
+def domain_key(this_vm, availability_set=""):
+    """The fault domain a VM is in, as one string.
+
+    Fault-domain numbers only mean something inside one set: a scale set (IMDS names it), an availability
+    set (IMDS does not: the inventory says it, `maintenance_cycle_availability_set`), or, for a VM in no
+    known set, its zone if it is zonal (zones are the failure unit; zonal VMs all report fault domain 0),
+    else the VM alone, which never shares a fault domain with another VM.
+    """
+    this_vm = this_vm or {}
+    zone = this_vm.get("zone") or ""
+    number = this_vm.get("fault_domain")
+    fault_domain = "fault domain %s" % ("?" if number is None else number)
+    if this_vm.get("vm_scale_set_name"):
+        parts = ["scale set %s" % this_vm["vm_scale_set_name"], "zone %s" % zone if zone else "", fault_domain]
+    elif availability_set:
+        parts = ["availability set %s" % availability_set, fault_domain]
+    elif zone:
+        parts = ["zone %s" % zone]
+    else:
+        parts = ["vm %s" % (this_vm.get("name") or "?")]
+    return " / ".join(p for p in parts if p)
+
+
+def host_views(hosts):
+    """{host: {result, availability_set, last_vm}} -> {host: view}.
+
+    `result` is the host's scheduled_events_info result of this run (None, failed or unreachable when it
+    could not be read); `last_vm` is its `this_vm` from an earlier read (a watch keeps it), so that a host
+    without a fresh read still holds its last known fault domain.
+    """
     views = {}
-    for host, result in sorted(results.items()):
-        if not isinstance(result, dict) or "events" not in result:
-            raise PolicyError("host %s has no scheduled_events_info result to plan from." % host)
-        this_vm = result.get("this_vm") or {}
-        state = result.get("state") or {}
-        views[host] = {
-            "vm_name": this_vm.get("name") or host,
-            "fault_domain": this_vm.get("fault_domain"),
-            "events": result["events"],
-            "prepared": set(i.upper() for i in state.get("prepared", [])),
-            "approved": set(i.upper() for i in state.get("approved", [])),
-            "saved_events": state.get("events", []),
-            "incarnation": result.get("document_incarnation"),
-            "held": bool((result.get("lock") or {}).get("held_by")),
-            "blind": result.get("document_available") is False or bool((result.get("lock") or {}).get("held_by")),
-        }
+    for host, given in sorted(hosts.items()):
+        given = given or {}
+        result = given.get("result")
+        views[host] = _view(host, result if _was_read(result) else None, given.get("availability_set") or "",
+                            given.get("last_vm"))
+    _mark_ambiguous(views)
     return views
 
 
-def plan_cycle(results, policy=None):
-    """The whole cycle's plan: {host: {prepare, deferred, approve, waiting, recover, ...}}."""
+def _was_read(result):
+    return (isinstance(result, dict) and not result.get("failed") and not result.get("unreachable")
+            and not result.get("skipped") and isinstance(result.get("events"), list))
+
+
+def _view(host, result, availability_set, last_vm):
+    this_vm = (result or {}).get("this_vm") or last_vm or {}
+    state = (result or {}).get("state") or {}
+    lock = (result or {}).get("lock") or {}
+    if result is None:
+        status = UNREAD
+    elif lock.get("held_by"):
+        status = HELD
+    elif result.get("document_available") is False:
+        status = BLIND
+    else:
+        status = FRESH
+    known = bool(this_vm.get("name") or this_vm.get("fault_domain") is not None)
+    return {
+        "host": host,
+        "status": status,
+        "vm_name": this_vm.get("name") or host,
+        "resource_id": this_vm.get("resource_id") or "",
+        "domain": domain_key(this_vm, availability_set) if known else UNKNOWN_DOMAIN,
+        "set_known": bool(this_vm.get("vm_scale_set_name") or availability_set or this_vm.get("zone")),
+        "events": result["events"] if status == FRESH else [],
+        "records": [r for r in state.get("events", []) if isinstance(r, dict)] if state_problem(state) is None else [],
+        "approved": set(i.upper() for i in state.get("approved", []) if isinstance(i, str)),
+        "seen": (result or {}).get("events", []) if status in (FRESH, HELD) else [],
+    }
+
+
+def _mark_ambiguous(views):
+    """Two hosts whose VMs share a name (different resource groups): Resources cannot tell them apart."""
+    by_name = {}
+    for view in views.values():
+        if view["status"] != UNREAD:
+            by_name.setdefault(resource_name(view["vm_name"]), []).append(view)
+    for same in by_name.values():
+        if len(same) > 1:
+            for view in same:
+                view["status"] = AMBIGUOUS
+
+
+def _owes_recover(record, current, vm_name):
+    """Is a recover owed for a saved record, given the event's current version (None when gone)?"""
+    if current is None:
+        return bool(record.get("prepare")) or affects(record, vm_name)
+    return bool(record.get("prepare")) and not affects(current, vm_name)
+
+
+# ----------------------------------------------------------------------------------------------- plan
+
+def plan_cycle(hosts, policy=None, now=None):
+    """The whole cycle's plan: {hosts: {host: {...}}, approvals, admissions, fault_domains_in_maintenance, notes}.
+
+    `admissions` says of each Scheduled event of the target whether it was admitted into maintenance,
+    deferred by the fault-domain limit, or admitted late (its NotBefore is near)."""
     policy = _policy(policy)
-    views = host_views(results)
-    by_vm = dict((resource_name(v["vm_name"]), host) for host, v in views.items())
-    plan = dict((host, _empty_plan(view)) for host, view in views.items())
-    busy = _busy_fault_domains(views)
-    _plan_prepares(views, plan, busy, policy["max_fault_domains_in_maintenance"])
-    approvals = _plan_approvals(views, plan, by_vm, policy)
+    now = now or datetime.now(timezone.utc)
+    views = host_views(hosts)
+    by_vm = {}
     for host, view in views.items():
-        plan[host]["recover"] = _gone(view)
-    return {"hosts": plan, "approvals": approvals, "fault_domains_in_maintenance": sorted(busy, key=_fd_key)}
+        by_vm.setdefault(resource_name(view["vm_name"]), host)
+    plan = dict((host, _empty_plan(view)) for host, view in views.items())
+    busy, doubtful = _busy_fault_domains(views, by_vm)
+    events = _scheduled_events(views, by_vm)
+    admitted = _plan_prepares(events, views, plan, busy, doubtful, policy, now)
+    approvals = _plan_approvals(events, views, plan, by_vm, admitted, policy)
+    for host, view in views.items():
+        plan[host]["recover"] = _recovers(view) if view["status"] == FRESH else []
+        affected = any(host in a["hosts"] for a in approvals.values())
+        plan[host]["renew"] = bool(plan[host]["prepare"] or plan[host]["recover"] or affected)
+        plan[host]["save_first"] = bool(plan[host]["prepare"]) or _news(view)
+    return {"hosts": plan, "approvals": approvals, "admissions": dict((e["event_id"], admitted[e["event_id"].upper()])
+                                                                      for e, _hosts in events),
+            "fault_domains_in_maintenance": sorted(busy), "notes": _notes(views, plan)}
 
 
 def _policy(policy):
@@ -96,113 +203,179 @@ def _policy(policy):
     unknown = set(merged) - set(DEFAULT_POLICY)
     if unknown:
         raise PolicyError("unknown policy setting %s." % sorted(unknown)[0])
-    if not isinstance(merged["max_fault_domains_in_maintenance"], int) or merged["max_fault_domains_in_maintenance"] < 1:
+    limit = merged["max_fault_domains_in_maintenance"]
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise PolicyError("max_fault_domains_in_maintenance must be a whole number of at least 1.")
+    if not isinstance(merged["prepare_anyway_seconds"], (int, float)) or merged["prepare_anyway_seconds"] < 0:
+        raise PolicyError("prepare_anyway_seconds must be a number of seconds, 0 or more.")
     return merged
 
 
 def _empty_plan(view):
-    return {"vm_name": view["vm_name"], "fault_domain": view["fault_domain"], "prepare": [], "deferred": [],
-            "approve": [], "waiting": [], "recover": []}
+    return {"vm_name": view["vm_name"], "status": view["status"], "fault_domain": view["domain"],
+            "prepare": [], "deferred": [], "approve": [], "waiting": [], "recover": [], "renew": False,
+            "save_first": False}
 
 
-def _fd_key(fault_domain):
-    if isinstance(fault_domain, int):
-        return (0, fault_domain)
-    return (1 if fault_domain is None else 2, 0)
+def _busy_fault_domains(views, by_vm):
+    """({fault domain: why it is in maintenance}, the domains only maybe in maintenance) before this cycle.
 
-
-def _mine(view):
-    return [e for e in view["events"] if affects(e, view["vm_name"])]
-
-
-def _busy_fault_domains(views):
-    """Fault domains with a host prepared (and not yet recovered) or in a Started event."""
-    busy = set()
-    in_play = set(resource_name(v["vm_name"]) for v in views.values())
+    A domain held only by hosts the plan cannot see may or may not be in maintenance: it blocks other
+    domains, but never lets more hosts join it as if it certainly were."""
+    busy, doubtful = {}, set()
     for view in views.values():
-        if any(e["event_status"] == "Started" and any(resource_name(r) not in in_play for r in e["resources"])
-               for e in view["events"]):
-            busy.add(UNSEEN_DOMAIN)
-        # A blind host is judged by what it saved last cycle: it may still be in maintenance.
-        events = view["saved_events"] if view["blind"] else view["events"]
-        present = set(e["event_id"].upper() for e in events)
-        started = any(e["event_status"] == "Started" and affects(e, view["vm_name"]) for e in events)
-        # Another run works on a held host: it may be bringing that fault domain into maintenance now.
-        if started or (view["prepared"] & present) or view["held"]:
-            busy.add(view["fault_domain"])
-    return busy
+        if view["status"] in (UNREAD, HELD, AMBIGUOUS):
+            if view["domain"] not in busy:
+                doubtful.add(view["domain"])
+            busy.setdefault(view["domain"], "%s is %s" % (view["host"], view["status"]))
+        for record in view["records"]:
+            if record.get("prepare") or (view["status"] == BLIND and record["event_status"] == "Started"
+                                         and affects(record, view["vm_name"])):
+                busy.setdefault(view["domain"], "%s prepared for %s" % (view["host"], record["event_id"]))
+                doubtful.discard(view["domain"])
+        for event in view["seen"]:  # a Started event puts every VM it lists into maintenance
+            if event["event_status"] != "Started":
+                continue
+            for name in event["resources"]:
+                host = by_vm.get(resource_name(name))
+                domain = views[host]["domain"] if host else UNSEEN_DOMAIN
+                busy.setdefault(domain, "%s is in Started event %s" % (name, event["event_id"]))
+                doubtful.discard(domain)
+    return busy, doubtful
 
 
-def _plan_prepares(views, plan, busy, limit):
-    wanted = []
-    for host, view in views.items():
-        if view["blind"]:  # no document, or another run works on it
-            continue
-        for event in _mine(view):
-            if event["event_status"] == "Scheduled" and event["event_id"].upper() not in view["prepared"]:
-                wanted.append((event.get("not_before") or "~", _fd_key(view["fault_domain"]), host, event))
-    for _urgency, _domain, host, event in sorted(wanted, key=lambda w: w[:3]):
-        domain = views[host]["fault_domain"]
-        if domain in busy or len(busy) < limit:
-            busy.add(domain)
-            plan[host]["prepare"].append(event)
-        else:
-            plan[host]["deferred"].append({
-                "event_id": event["event_id"],
-                "reason": "fault domain %s waits: fault domain(s) %s in maintenance (limit %d)"
-                          % (domain, ", ".join(str(d) for d in sorted(busy, key=_fd_key)), limit)})
-
-
-def _plan_approvals(views, plan, by_vm, policy):
-    """Fill each leader's approve/waiting lists; returns {event_id: affected hosts} of the approvals."""
-    approvals = {}
-    seen = set()
-    for host, view in sorted(views.items()):
+def _scheduled_events(views, by_vm):
+    """Each Scheduled event that lists hosts of the target, once: [(event, [hosts in Resources order])]."""
+    found = {}
+    for view in views.values():
         for event in view["events"]:
             key = event["event_id"].upper()
-            if key in seen or event["event_status"] != "Scheduled":
+            if event["event_status"] != "Scheduled" or key in found:
                 continue
-            seen.add(key)
-            affected = [by_vm[resource_name(r)] for r in event["resources"] if resource_name(r) in by_vm]
-            leaders = [h for h in affected if not views[h]["blind"]]  # a blind host cannot approve
-            if not leaders:
-                continue  # no host of this play is listed: not ours to approve
-            leader = leaders[0]
-            reason = _approval_refusal(event, affected, views, plan, by_vm, policy)
-            if reason is None:
-                plan[leader]["approve"].append(event["event_id"])
-                approvals[event["event_id"]] = affected
-            elif reason:
-                plan[leader]["waiting"].append({"event_id": event["event_id"], "reason": reason})
+            hosts = []
+            for name in event["resources"]:
+                host = by_vm.get(resource_name(name))
+                if host is not None and host not in hosts:
+                    hosts.append(host)
+            if hosts:
+                found[key] = (event, hosts)
+    return sorted(found.values(), key=lambda item: (item[0].get("not_before") or "~", item[0]["event_id"].upper()))
+
+
+def _prepare_wanted(event, policy):
+    if not policy["prepare_configured"] or event["event_type"] not in policy["prepare_event_types"]:
+        return False
+    return policy["prepare_short_freezes"] or not _short_freeze(event, policy)
+
+
+def _plan_prepares(events, views, plan, busy, doubtful, policy, now):
+    """Admit or defer each event as a whole; returns {event id: "admitted" | "late" | "deferred"}."""
+    limit = policy["max_fault_domains_in_maintenance"]
+    admitted = {}
+    for event, hosts in events:
+        needed = set(views[h]["domain"] for h in hosts)
+        verdict = _admission(needed, busy, set(busy) - doubtful, limit, _seconds_left(event, now),
+                             policy["prepare_anyway_seconds"])
+        admitted[event["event_id"].upper()] = verdict
+        if verdict == "admitted":  # a late one brings nothing in for others: it is left to NotBefore
+            for domain in needed:
+                busy.setdefault(domain, "event %s" % event["event_id"])
+                doubtful.discard(domain)
+        for host in hosts:
+            if not _needs_prepare(views[host], event, policy):
+                continue
+            if verdict == "deferred":
+                plan[host]["deferred"].append({"event_id": event["event_id"], "reason": _deferral(needed, busy, limit)})
+            else:
+                plan[host]["prepare"].append(event)
+    return admitted
+
+
+def _admission(needed, busy, certain, limit, seconds_left, anyway_seconds):
+    # With nothing else in maintenance (at most this event's own unseen hosts), an event that spans several
+    # fault domains goes as a whole: Azure takes them together anyway, and deferring a part would leave it
+    # unprepared at NotBefore.
+    alone = not (set(busy) - (needed - certain))
+    if needed <= certain or len(set(busy) | needed) <= limit or alone:
+        return "admitted"
+    if seconds_left is not None and seconds_left <= anyway_seconds:
+        return "late"  # Azure starts it at NotBefore anyway: better prepared than surprised
+    return "deferred"
+
+
+def _deferral(needed, busy, limit):
+    waiting = ", ".join(sorted(needed - set(busy)))
+    return "%s waits: %s in maintenance (limit %d)" % (waiting, "; ".join(sorted(busy)), limit)
+
+
+def _needs_prepare(view, event, policy):
+    if view["status"] != FRESH or not affects(event, view["vm_name"]) or not _prepare_wanted(event, policy):
+        return False
+    return _prepare_of(view, event) != PREPARE_DONE
+
+
+def _prepare_of(view, event):
+    key = event["event_id"].upper()
+    for record in view["records"]:
+        if record["event_id"].upper() == key:
+            return record.get("prepare")
+    return None
+
+
+def _seconds_left(event, now):
+    if not event.get("not_before"):
+        return None
+    moment = datetime.strptime(event["not_before"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    return (moment - now).total_seconds()
+
+
+def _plan_approvals(events, views, plan, by_vm, admitted, policy):
+    """Fill each leader's approve/waiting lists; returns {event id: {hosts, planned}} of the approvals."""
+    approvals = {}
+    for event, hosts in events:
+        leaders = [h for h in hosts if views[h]["status"] == FRESH]
+        if not leaders:
+            continue  # nobody of the target can approve it; the hosts' own status says why
+        reason = _approval_refusal(event, hosts, views, plan, by_vm, admitted, policy)
+        if reason is None:
+            plan[leaders[0]]["approve"].append(event["event_id"])
+            approvals[event["event_id"]] = {"hosts": hosts, "planned": _planned(event)}
+        elif reason:
+            plan[leaders[0]]["waiting"].append({"event_id": event["event_id"], "reason": reason})
     return approvals
 
 
-def _approval_refusal(event, affected, views, plan, by_vm, policy):
+def _planned(event):
+    """What the approval is decided on; the approve task refuses when the event no longer matches."""
+    return {"event_id": event["event_id"], "event_type": event["event_type"], "resources": list(event["resources"])}
+
+
+def _approval_refusal(event, hosts, views, plan, by_vm, admitted, policy):
     """None to approve now, "" when already approved, else why not (one phrase)."""
     key = event["event_id"].upper()
-    if any(key in views[h]["approved"] for h in affected):
+    if any(key in views[h]["approved"] for h in hosts):
         return ""
     if not event.get("known_type", True) or not event.get("known_status", True):
         return "unknown EventType or EventStatus"
     if event["event_type"] in policy["leave_to_not_before"]:
         return "policy leaves %s events to NotBefore" % event["event_type"]
-    held = [h for h in affected if views[h]["held"]]
-    if held:
-        return "another maintenance run holds %s" % ", ".join(held)
+    unseen = [h for h in hosts if views[h]["status"] != FRESH]
+    if unseen:
+        return "cannot see %s" % ", ".join("%s (%s)" % (h, views[h]["status"]) for h in unseen)
     outside = [r for r in event["resources"] if resource_name(r) not in by_vm]
     if outside and not policy["approve_outside_play"]:
         return "lists VMs outside this play (%s)" % ", ".join(outside)
-    deferred = [h for h in affected if any(d["event_id"].upper() == key for d in plan[h]["deferred"])]
-    if deferred:
-        return "affected hosts wait for their fault domain (%s)" % ", ".join(deferred)
+    if admitted[key] == "deferred":
+        return "affected hosts wait for their fault domain (%s)" % ", ".join(hosts)
+    if admitted[key] == "late":
+        return "over the fault-domain limit: prepared as NotBefore is near, and left to NotBefore"
     if _at_once(event, policy):
         return None
     if not policy["approve_prepared_events"]:
         return "policy leaves %s events to NotBefore" % event["event_type"]
-    if not policy["prepare_configured"]:
-        return "no prepare tasks are configured, so it is left to NotBefore"
-    unprepared = [h for h in affected if key not in views[h]["prepared"]
+    if not _prepare_wanted(event, policy):
+        return "no prepare tasks run for %s events, so it is left to NotBefore" % event["event_type"]
+    unprepared = [h for h in hosts if _prepare_of(views[h], event) != PREPARE_DONE
                   and all(e["event_id"].upper() != key for e in plan[h]["prepare"])]
     if unprepared:
         return "not prepared on %s" % ", ".join(unprepared)
@@ -212,52 +385,97 @@ def _approval_refusal(event, affected, views, plan, by_vm, policy):
 def _at_once(event, policy):
     if event.get("event_source") == "User" and policy["approve_user_events"]:
         return True
+    return _short_freeze(event, policy)
+
+
+def _short_freeze(event, policy):
     duration = event.get("duration_in_seconds")
-    limit = policy["approve_freeze_max_seconds"]
-    return event["event_type"] == "Freeze" and duration is not None and 0 <= duration <= limit
+    return event["event_type"] == "Freeze" and duration is not None and 0 <= duration <= policy[
+        "approve_freeze_max_seconds"]
 
 
-def _gone(view):
-    """Events of the previous cycle that affected this host and left the document."""
-    if view["blind"]:
-        return []
-    present = set(e["event_id"].upper() for e in view["events"])
-    return [e for e in view["saved_events"]
-            if e["event_id"].upper() not in present and affects(e, view["vm_name"])]
+def _news(view):
+    """Does the document list this host in an event its saved state does not know? Then the state is saved
+    before anything is approved: should the host fail later, the event still gets its recover once gone."""
+    if view["status"] != FRESH:
+        return False
+    known = set(r["event_id"].upper() for r in view["records"])
+    return any(e["event_id"].upper() not in known and affects(e, view["vm_name"]) for e in view["events"])
+
+
+def _recovers(view):
+    present = dict((e["event_id"].upper(), e) for e in view["events"])
+    return [r for r in view["records"] if _owes_recover(r, present.get(r["event_id"].upper()), view["vm_name"])]
+
+
+def _notes(views, plan):
+    notes = []
+    for host, view in sorted(views.items()):
+        if view["status"] == UNREAD:
+            notes.append("%s could not be read: it holds %s, and no event that lists it is approved."
+                         % (host, "its last known fault domain (%s)" % view["domain"]
+                            if view["domain"] != UNKNOWN_DOMAIN else "every new fault domain back"))
+        elif view["status"] == AMBIGUOUS:
+            notes.append("%s shares its VM name %s with another host of the target (another resource group?): "
+                         "Resources cannot tell them apart, so it is left alone." % (host, view["vm_name"]))
+    loose = sorted(h for h, v in views.items() if v["status"] == FRESH and not v["set_known"]
+                   and (plan[h]["prepare"] or plan[h]["deferred"]))
+    if loose:
+        notes.append("%s: no scale set, availability set or zone is known, so each counts as a fault domain of its "
+                     "own; set maintenance_cycle_availability_set for VMs of an availability set."
+                     % ", ".join(loose))
+    return notes
 
 
 def confirm_approvals(plan, alive_hosts):
-    """After prepare: approve only events whose affected hosts of the play are all still alive.
-
-    A host whose prepare failed is no longer alive in the play; its events are never approved.
-    Returns {host: [event ids]} for every host of the plan.
-    """
+    """After prepare: {host: [planned events]} for approvals whose leader and listed hosts are all alive."""
     alive = set(alive_hosts)
     confirmed = dict((host, []) for host in plan["hosts"])
     for host, host_plan in plan["hosts"].items():
         for event_id in host_plan["approve"]:
-            if host in alive and all(h in alive for h in plan["approvals"][event_id]):
-                confirmed[host].append(event_id)
+            approval = plan["approvals"][event_id]
+            if host in alive and all(h in alive for h in approval["hosts"]):
+                confirmed[host].append(approval["planned"])
     return confirmed
 
 
-def remembered_state(result):
-    """The state a host saves when its cycle failed: no progress (prepared, approved and the incarnation
-    stay as they were), but every event seen is remembered, so that one which vanishes before the next
-    successful cycle still gets its recover."""
-    state = result.get("state") or {}
-    seen = dict((e["event_id"].upper(), e) for e in state.get("events", []))
-    if result.get("document_available") is not False:
-        seen.update((e["event_id"].upper(), e) for e in result["events"])
-    return next_state(state.get("document_incarnation"), list(seen.values()), state.get("prepared", []),
-                      state.get("approved", []))
+# ---------------------------------------------------------------------------------------------- state
+
+def state_after(result, prepared_now=(), approved_now=(), recovered=(), failed=False):
+    """The state a host saves: after prepare (before any approval), after recover, or after a failed prepare.
+
+    Events of the current document, plus every saved event still owed a recover; prepares of this cycle
+    marked done (or, when `failed`, begun: a recover is owed, and the next cycle prepares again); recovered
+    events released. A host with no document (an empty 200) keeps the state it had.
+    """
+    saved = (result or {}).get("state") or {}
+    if state_problem(saved) is not None:
+        saved = empty_state()
+    if result.get("document_available") is False:
+        return saved
+    vm_name = (result.get("this_vm") or {}).get("name") or ""
+    prepare_now = PREPARE_STARTED if failed else PREPARE_DONE
+    prepared_now = set(i.upper() for i in prepared_now)
+    recovered = set(i.upper() for i in recovered)
+    before = dict((r["event_id"].upper(), r) for r in saved["events"])
+    present = dict((e["event_id"].upper(), e) for e in result["events"])
+    records = []
+    for key, event in present.items():
+        prepare = (before.get(key) or {}).get("prepare")
+        if key in prepared_now and prepare != PREPARE_DONE:
+            prepare = prepare_now
+        records.append(event_record(event, None if key in recovered else prepare))
+    for key, record in before.items():
+        if key not in present and key not in recovered and _owes_recover(record, None, vm_name):
+            records.append(record)
+    approved = set(i for i in list(saved["approved"]) + list(approved_now) if i.upper() in present)
+    return {"version": STATE_VERSION, "document_incarnation": result.get("document_incarnation"),
+            "events": sorted(records, key=lambda r: r["event_id"].upper()),
+            "approved": sorted(approved, key=lambda i: i.upper())}
 
 
-def cycle_state(result, prepared_now, approved_now):
-    """The state a host saves after a successful cycle; a blind host keeps the one it had."""
-    state = result.get("state") or {}
-    if result.get("document_available") is False and state:
-        return state
-    prepared = list(state.get("prepared", [])) + list(prepared_now)
-    approved = list(state.get("approved", [])) + list(approved_now)
-    return next_state(result.get("document_incarnation"), result["events"], prepared, approved)
+def run_name(controller, token, now, awx_job_id=None):
+    """The owner name of this run's locks: unique per run, and telling a person which run it is."""
+    name = "%s run %s %s" % (controller or "controller", token, now.astimezone(timezone.utc).isoformat(
+        timespec="seconds").replace("+00:00", "Z"))
+    return name + (" AWX job %s" % awx_job_id if awx_job_id not in (None, "") else "")

@@ -1,123 +1,382 @@
-"""The cycle policy where hosts cannot tell everything: no document (an empty 200), VMs that dropped
-out of the play, and hosts whose cycle failed."""
+"""The cycle's decisions (module_utils/cycle_policy.py), rule by rule, in milliseconds.
+
+Each `test_regression_*` reproduces a defect an independent review found on the cycle before the
+pure state machine; it fails on that code and passes now.
+"""
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from typing import Any, Dict, List, Optional
 
+import pytest
+
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_policy import (
+    UNKNOWN_DOMAIN,
     UNSEEN_DOMAIN,
-    cycle_state,
+    PolicyError,
+    confirm_approvals,
+    domain_key,
     plan_cycle,
-    remembered_state,
+    state_after,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import next_state
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import (
+    event_record,
+    load_state,
+    state_text,
+)
+
+NOW = datetime(2026, 11, 22, 2, 45, tzinfo=timezone.utc)
+IDS = {name: "%08x-0000-4000-8000-%012x" % (n, n) for n, name in enumerate(["E0", "E1", "E2", "E3", "U1"])}
 
 
-def event(event_id: str, resources: List[str], status: str = "Scheduled", source: str = "Platform") -> Dict[str, Any]:
-    return {"event_id": event_id, "event_type": "Reboot", "event_status": status, "resources": resources,
-            "not_before": "2026-11-22T03:00:00Z" if status == "Scheduled" else None, "event_source": source,
-            "duration_in_seconds": -1, "description": "Host server is undergoing maintenance."}
+def event(name: str, resources: List[str], status: str = "Scheduled", source: str = "Platform",
+          event_type: str = "Reboot", duration: int = -1, minutes: float = 15) -> Dict[str, Any]:
+    not_before = (NOW + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"event_id": IDS.get(name, name), "event_type": event_type, "event_status": status,
+            "resources": resources, "not_before": not_before if status == "Scheduled" else None,
+            "event_source": source, "duration_in_seconds": duration, "description": "Host maintenance.",
+            "known_type": True, "known_status": True}
+
+
+def saved(events: List[Dict[str, Any]], prepared: List[str] = (), approved: List[str] = (),
+          prepare: str = "done") -> Dict[str, Any]:
+    ids = [IDS.get(p, p) for p in prepared]
+    return {"version": 2, "document_incarnation": 2, "approved": [IDS.get(a, a) for a in approved],
+            "events": [event_record(e, prepare if e["event_id"] in ids else None) for e in events]}
 
 
 def result(vm: str, fault_domain: int, events: Optional[List[Dict[str, Any]]], state: Optional[Dict[str, Any]] = None,
-           ) -> Dict[str, Any]:
-    """An info result; events None means the document was not available (empty body)."""
+           **this_vm: Any) -> Dict[str, Any]:
+    """An info result; events None means the document was not available (an empty 200)."""
     return {"events": events or [], "document_available": events is not None,
             "document_incarnation": 3 if events is not None else None,
-            "this_vm": {"name": vm, "fault_domain": fault_domain}, "state": state}
+            "this_vm": dict({"name": vm, "fault_domain": fault_domain, "zone": "", "vm_scale_set_name": ""}, **this_vm),
+            "state": state}
 
 
-def saved(events: List[Dict[str, Any]], prepared: List[str] = (), approved: List[str] = ()) -> Dict[str, Any]:
-    return next_state(2, events, list(prepared), list(approved))
+def plan(results: Dict[str, Any], policy: Optional[Dict[str, Any]] = None, **extra: Dict[str, Any]) -> Dict[str, Any]:
+    """plan_cycle over hosts given by their results; `extra` host inputs (e.g. unread hosts) are added as given."""
+    hosts = {h: {"result": r, "availability_set": "as1"} for h, r in results.items()}
+    hosts.update(extra)
+    return plan_cycle(hosts, policy, NOW)
 
 
-def test_a_blind_host_recovers_nothing_and_keeps_its_state() -> None:
+def ids(items: List[Dict[str, Any]]) -> List[str]:
+    return [i["event_id"] for i in items]
+
+
+def failed_read() -> Dict[str, Any]:
+    return {"failed": True, "msg": "IMDS did not answer"}
+
+
+# ------------------------------------------------------------------------------------- the basic rules
+
+def test_a_prepared_event_is_approved_once_by_its_first_listed_host() -> None:
+    reboot = event("E1", ["vm1", "vm0"])
+    p = plan({"vm0": result("vm0", 0, [reboot]), "vm1": result("vm1", 0, [reboot])})
+    assert ids(p["hosts"]["vm0"]["prepare"]) == ids(p["hosts"]["vm1"]["prepare"]) == [IDS["E1"]]
+    assert p["hosts"]["vm1"]["approve"] == [IDS["E1"]] and p["hosts"]["vm0"]["approve"] == []
+    assert p["approvals"][IDS["E1"]]["hosts"] == ["vm1", "vm0"]
+
+
+def test_user_events_are_approved_at_once_and_prepared_first() -> None:
+    user = event("U1", ["vm0"], source="User")
+    p = plan({"vm0": result("vm0", 0, [user])})
+    assert p["hosts"]["vm0"]["approve"] == [IDS["U1"]] and ids(p["hosts"]["vm0"]["prepare"]) == [IDS["U1"]]
+    assert plan({"vm0": result("vm0", 0, [user])}, {"approve_user_events": False, "prepare_configured": False}
+                )["hosts"]["vm0"]["approve"] == []
+
+
+def test_without_prepare_tasks_only_at_once_events_are_approved() -> None:
     reboot = event("E1", ["vm0"])
-    previous = saved([reboot], prepared=["E1"])
-    results = {"vm0": result("vm0", 0, None, previous)}
-    plan = plan_cycle(results)
-    assert plan["hosts"]["vm0"]["recover"] == [] and plan["hosts"]["vm0"]["prepare"] == []
-    assert cycle_state(results["vm0"], [], []) == previous
-    seeing = {"vm0": result("vm0", 0, [], previous)}  # a real empty document: the event is gone
-    assert [e["event_id"] for e in plan_cycle(seeing)["hosts"]["vm0"]["recover"]] == ["E1"]
+    p = plan({"vm0": result("vm0", 0, [reboot])}, {"prepare_configured": False})
+    assert p["hosts"]["vm0"]["prepare"] == [] and p["hosts"]["vm0"]["approve"] == []
+    assert "left to NotBefore" in p["hosts"]["vm0"]["waiting"][0]["reason"]
 
 
-def test_a_blind_host_never_leads_an_approval() -> None:
-    user = event("U1", ["vm0", "vm1"], source="User")  # approved at once, by the first listed host that can
-    results = {"vm0": result("vm0", 0, None), "vm1": result("vm1", 0, [user])}
-    plan = plan_cycle(results)
-    assert plan["hosts"]["vm0"]["approve"] == [] and plan["hosts"]["vm1"]["approve"] == ["U1"]
+def test_a_short_freeze_is_approved_at_once_without_a_drain_and_a_long_one_is_prepared() -> None:
+    short = event("E1", ["vm0"], event_type="Freeze", duration=5)
+    long = event("E2", ["vm0"], event_type="Freeze", duration=30)
+    p = plan({"vm0": result("vm0", 0, [short, long])})
+    assert ids(p["hosts"]["vm0"]["prepare"]) == [IDS["E2"]]
+    assert sorted(p["hosts"]["vm0"]["approve"]) == sorted([IDS["E1"], IDS["E2"]])
+    asked = plan({"vm0": result("vm0", 0, [short])}, {"prepare_short_freezes": True})
+    assert ids(asked["hosts"]["vm0"]["prepare"]) == [IDS["E1"]]
 
 
-def test_an_event_waits_while_an_affected_host_is_blind() -> None:
-    reboot = event("E1", ["vm0", "vm1"])
-    results = {"vm0": result("vm0", 0, [reboot]), "vm1": result("vm1", 0, None)}
-    plan = plan_cycle(results)
-    assert plan["hosts"]["vm0"]["approve"] == []
-    assert "not prepared on vm1" in plan["hosts"]["vm0"]["waiting"][0]["reason"]
+def test_event_types_left_out_of_prepare_are_neither_prepared_nor_approved_early() -> None:
+    reboot = event("E1", ["vm0"])
+    p = plan({"vm0": result("vm0", 0, [reboot])}, {"prepare_event_types": ["Freeze"]})
+    assert p["hosts"]["vm0"]["prepare"] == [] and p["hosts"]["vm0"]["approve"] == []
+    assert "no prepare tasks run for Reboot" in p["hosts"]["vm0"]["waiting"][0]["reason"]
 
 
-def test_a_blind_host_in_maintenance_still_holds_its_fault_domain() -> None:
+def test_types_left_to_not_before_and_unknown_types_are_never_approved() -> None:
+    reboot, odd = event("E1", ["vm0"]), dict(event("E2", ["vm0"]), event_type="Hibernate", known_type=False)
+    p = plan({"vm0": result("vm0", 0, [reboot, odd])}, {"leave_to_not_before": ["Reboot"]})
+    reasons = sorted(w["reason"] for w in p["hosts"]["vm0"]["waiting"])
+    assert p["hosts"]["vm0"]["approve"] == []
+    assert reasons == ["policy leaves Reboot events to NotBefore", "unknown EventType or EventStatus"]
+
+
+def test_an_event_listing_vms_outside_the_target_waits_unless_allowed() -> None:
+    reboot = event("E1", ["vm0", "vm9"])
+    p = plan({"vm0": result("vm0", 0, [reboot])})
+    assert p["hosts"]["vm0"]["approve"] == [] and "outside this play (vm9)" in p["hosts"]["vm0"]["waiting"][0]["reason"]
+    allowed = plan({"vm0": result("vm0", 0, [reboot])}, {"approve_outside_play": True})
+    assert allowed["hosts"]["vm0"]["approve"] == [IDS["E1"]]
+
+
+def test_an_already_approved_event_is_not_approved_again() -> None:
+    reboot = event("E1", ["vm0"])
+    p = plan({"vm0": result("vm0", 0, [reboot], saved([reboot], prepared=["E1"], approved=["E1"]))})
+    assert p["hosts"]["vm0"]["approve"] == [] and p["hosts"]["vm0"]["waiting"] == []
+
+
+def test_a_second_fault_domain_waits_for_the_first() -> None:
+    first, second = event("E1", ["vm0"], minutes=10), event("E2", ["vm1"], minutes=14)
+    p = plan({"vm0": result("vm0", 0, [first, second]), "vm1": result("vm1", 1, [first, second])})
+    assert ids(p["hosts"]["vm0"]["prepare"]) == [IDS["E1"]] and p["hosts"]["vm1"]["prepare"] == []
+    assert "availability set as1 / fault domain 1 waits" in p["hosts"]["vm1"]["deferred"][0]["reason"]
+    assert p["fault_domains_in_maintenance"] == ["availability set as1 / fault domain 0"]
+    two = plan({"vm0": result("vm0", 0, [first, second]), "vm1": result("vm1", 1, [first, second])},
+               {"max_fault_domains_in_maintenance": 2})
+    assert ids(two["hosts"]["vm1"]["prepare"]) == [IDS["E2"]]
+
+
+def test_a_failed_prepare_drops_every_approval_that_lists_the_host() -> None:
+    reboot, other = event("E1", ["vm0", "vm1"]), event("E2", ["vm0"])
+    p = plan({"vm0": result("vm0", 0, [reboot, other]), "vm1": result("vm1", 0, [reboot, other])})
+    confirmed = confirm_approvals(p, ["vm0"])  # vm1 failed its prepare
+    assert ids(confirmed["vm0"]) == [IDS["E2"]] and confirmed["vm1"] == []
+    assert confirmed["vm0"][0] == {"event_id": IDS["E2"], "event_type": "Reboot", "resources": ["vm0"]}
+
+
+def test_bad_policies_are_one_sentence() -> None:
+    with pytest.raises(PolicyError, match="at least 1"):
+        plan({}, {"max_fault_domains_in_maintenance": 0})
+    with pytest.raises(PolicyError, match="unknown policy setting"):
+        plan({}, {"approve_everything": True})
+
+
+# --------------------------------------------------------------------------------- what it cannot see
+
+def test_a_blind_host_recovers_nothing_keeps_its_state_and_holds_its_domain() -> None:
     started = event("E1", ["vm0"], status="Started")
-    results = {"vm0": result("vm0", 0, None, saved([started], prepared=["E1"], approved=["E1"])),
-               "vm1": result("vm1", 1, [event("E2", ["vm1"])])}
-    plan = plan_cycle(results)
-    assert plan["hosts"]["vm1"]["prepare"] == [] and plan["hosts"]["vm1"]["deferred"][0]["event_id"] == "E2"
-    assert plan["fault_domains_in_maintenance"] == [0]
+    previous = saved([started], prepared=["E1"], approved=["E1"])
+    p = plan({"vm0": result("vm0", 0, None, previous), "vm1": result("vm1", 1, [event("E2", ["vm1"])])})
+    assert p["hosts"]["vm0"]["recover"] == [] and ids(p["hosts"]["vm1"]["deferred"]) == [IDS["E2"]]
+    assert state_after(result("vm0", 0, None, previous)) == previous
+    seeing = plan({"vm0": result("vm0", 0, [], previous)})  # a real empty document: the event is gone
+    assert ids(seeing["hosts"]["vm0"]["recover"]) == [IDS["E1"]]
 
 
-def test_a_started_event_of_vms_outside_the_play_holds_an_unseen_fault_domain() -> None:
-    # vm1 and vm4 are rebooting (they cannot answer, so they are not in the play); vm2 sees their event.
+def test_a_started_event_of_vms_outside_the_target_holds_an_unseen_fault_domain() -> None:
     reboot = event("E1", ["vm1", "vm4"], status="Started")
-    results = {"vm2": result("vm2", 2, [reboot, event("E2", ["vm2"])])}
-    plan = plan_cycle(results)
-    assert plan["hosts"]["vm2"]["prepare"] == [] and plan["fault_domains_in_maintenance"] == [UNSEEN_DOMAIN]
-    assert "unseen in maintenance" in plan["hosts"]["vm2"]["deferred"][0]["reason"]
-    ours = {"vm1": result("vm1", 1, [reboot, event("E2", ["vm1"])]), "vm4": result("vm4", 1, [reboot])}
-    assert [e["event_id"] for e in plan_cycle(ours)["hosts"]["vm1"]["prepare"]] == ["E2"]  # its own domain
+    p = plan({"vm2": result("vm2", 2, [reboot, event("E2", ["vm2"])])})
+    assert p["hosts"]["vm2"]["prepare"] == [] and p["fault_domains_in_maintenance"] == [UNSEEN_DOMAIN]
 
 
 def held(info: Dict[str, Any], by: str = "run a") -> Dict[str, Any]:
-    """The same info result, for a VM whose lock another run holds."""
-    return dict(info, lock={"taken": False, "owner": "run b",
-                            "held_by": {"owner": by, "expires_at": "2026-11-22T03:15:00Z"}})
+    return dict(info, lock={"taken": False, "owner": "run b", "held_by": {"owner": by}})
 
 
-def test_a_host_another_run_holds_is_left_alone() -> None:
+def test_a_host_another_run_holds_is_left_alone_and_holds_its_fault_domain() -> None:
+    user = event("U1", ["vm0", "vm1"], source="User")
+    p = plan({"vm0": held(result("vm0", 0, [user, event("E0", ["vm0"])])), "vm1": result("vm1", 1, [user])})
+    assert p["hosts"]["vm0"]["prepare"] == [] and p["approvals"] == {}
+    assert p["hosts"]["vm1"]["waiting"][0]["reason"] == "cannot see vm0 (held)"
+    assert "availability set as1 / fault domain 0" in p["fault_domains_in_maintenance"]
+
+
+# ------------------------------------------------------------------------------------------ regressions
+
+def test_regression_what_was_prepared_is_saved_before_the_post_and_recovered_after_a_later_failure() -> None:
     reboot = event("E1", ["vm0"])
-    gone = event("E0", ["vm0"])
-    results = {"vm0": held(result("vm0", 0, [reboot], saved([gone])))}
-    plan = plan_cycle(results)["hosts"]["vm0"]
-    assert plan["prepare"] == [] and plan["approve"] == [] and plan["recover"] == []
+    checkpoint = state_after(result("vm0", 0, [reboot]), prepared_now=[IDS["E1"]])  # saved before the POST
+    # The approval POST (or a lock, a recover, a cancelled job) then failed the host: nothing else was saved.
+    # The event ran and is gone before the next good cycle:
+    after = plan({"vm0": result("vm0", 0, [], checkpoint)})
+    assert ids(after["hosts"]["vm0"]["recover"]) == [IDS["E1"]]
+    loaded, status, _ = load_state(state_text(checkpoint))
+    assert status == "loaded" and loaded == checkpoint
 
 
-def test_a_held_host_holds_its_fault_domain() -> None:
-    results = {"vm0": held(result("vm0", 0, [event("E1", ["vm0"])])), "vm1": result("vm1", 1, [event("E2", ["vm1"])])}
-    plan = plan_cycle(results)
-    assert plan["hosts"]["vm1"]["prepare"] == [] and plan["hosts"]["vm1"]["deferred"][0]["event_id"] == "E2"
-    assert plan["fault_domains_in_maintenance"] == [0]
+def test_regression_a_fault_domain_stays_in_maintenance_until_its_recover_is_saved() -> None:
+    done = event("E1", ["vm0"])  # prepared, ran, and is gone: vm0 recovers in this cycle, last
+    previous = saved([done], prepared=["E1"])
+    nxt = event("E2", ["vm1"])
+    p = plan({"vm0": result("vm0", 0, [nxt], previous), "vm1": result("vm1", 1, [nxt])})
+    assert ids(p["hosts"]["vm0"]["recover"]) == [IDS["E1"]]
+    assert p["hosts"]["vm1"]["prepare"] == [] and ids(p["hosts"]["vm1"]["deferred"]) == [IDS["E2"]]
+    # A recover that keeps failing keeps the domain: nothing was saved, so the next cycle sees the same.
+    recovered = state_after(result("vm0", 0, [nxt], previous), recovered=[IDS["E1"]])
+    later = plan({"vm0": result("vm0", 0, [nxt], recovered), "vm1": result("vm1", 1, [nxt])})
+    assert ids(later["hosts"]["vm1"]["prepare"]) == [IDS["E2"]]
 
 
-def test_no_event_that_lists_a_held_host_is_approved_by_this_run() -> None:
-    user = event("U1", ["vm0", "vm1"], source="User")  # would be approved at once
-    prepared = event("E1", ["vm0", "vm1"])
-    results = {"vm0": result("vm0", 0, [user, prepared], saved([prepared], prepared=["E1"])),
-               "vm1": held(result("vm1", 0, [user, prepared], saved([prepared], prepared=["E1"])))}
-    plan = plan_cycle(results)
-    assert plan["approvals"] == {}
-    reasons = [w["reason"] for w in plan["hosts"]["vm0"]["waiting"]]
-    assert reasons == ["another maintenance run holds vm1"] * 2
-    only_held = {"vm1": held(result("vm1", 0, [user]))}
-    assert plan_cycle(only_held)["approvals"] == {}
+def test_regression_a_host_that_cannot_be_read_holds_its_last_known_fault_domain() -> None:
+    nxt = event("E2", ["vm1"])
+    last_vm = {"name": "vm0", "fault_domain": 0}
+    p = plan({"vm1": result("vm1", 1, [nxt])},
+             vm0={"result": failed_read(), "availability_set": "as1", "last_vm": last_vm})
+    assert p["hosts"]["vm1"]["prepare"] == [] and ids(p["hosts"]["vm1"]["deferred"]) == [IDS["E2"]]
+    assert p["hosts"]["vm0"]["status"] == "unread" and "could not be read" in p["notes"][0]
+    own = plan({"vm1": result("vm1", 0, [event("E3", ["vm1"])])},
+               vm0={"result": failed_read(), "availability_set": "as1", "last_vm": last_vm})
+    assert ids(own["hosts"]["vm1"]["prepare"]) == [IDS["E3"]]  # its own domain is already in maintenance
 
 
-def test_a_failed_cycle_remembers_what_it_saw_but_records_no_progress() -> None:
-    old, new = event("E1", ["vm0"]), event("E2", ["vm0"], status="Started")
-    previous = saved([old], prepared=["E1"])
-    remembered = remembered_state(result("vm0", 0, [new], previous))
-    assert [e["event_id"] for e in remembered["events"]] == ["E1", "E2"]  # E1 is gone but not yet recovered
-    assert remembered["prepared"] == ["E1"] and remembered["approved"] == []
-    assert remembered["document_incarnation"] == previous["document_incarnation"]
-    later = plan_cycle({"vm0": result("vm0", 0, [], remembered)})
-    assert sorted(e["event_id"] for e in later["hosts"]["vm0"]["recover"]) == ["E1", "E2"]
-    assert remembered_state(result("vm0", 0, None, previous)) == previous  # blind: nothing new to remember
+def test_regression_a_host_never_read_blocks_every_new_fault_domain() -> None:
+    p = plan({"vm1": result("vm1", 1, [event("E2", ["vm1"])])}, vm0={"result": None})
+    assert p["hosts"]["vm1"]["prepare"] == [] and UNKNOWN_DOMAIN in p["fault_domains_in_maintenance"]
+
+
+def test_regression_an_event_listing_a_host_that_was_not_read_is_not_approved() -> None:
+    user = event("U1", ["vm0", "vm1"], source="User")
+    p = plan({"vm1": result("vm1", 1, [user])}, vm0={"result": {"unreachable": True}})
+    assert p["approvals"] == {} and p["hosts"]["vm1"]["waiting"][0]["reason"] == "cannot see vm0 (unread)"
+
+
+@pytest.mark.parametrize("first, second", [
+    ({"zone": "1"}, {"zone": "2"}),  # zonal VMs: all report fault domain 0
+    ({"vm_scale_set_name": "web"}, {"vm_scale_set_name": "api"}),  # two scale sets reuse the numbers
+])
+def test_regression_fault_domains_of_different_zones_or_sets_are_different(first: Dict[str, str],
+                                                                          second: Dict[str, str]) -> None:
+    a, b = event("E1", ["vm0"], minutes=10), event("E2", ["vm1"])
+    p = plan_cycle({"vm0": {"result": result("vm0", 0, [a], **first)}, "vm1": {"result": result("vm1", 0, [b], **second)}},
+                   None, NOW)
+    assert ids(p["hosts"]["vm0"]["prepare"]) == [IDS["E1"]] and ids(p["hosts"]["vm1"]["deferred"]) == [IDS["E2"]]
+
+
+def test_regression_two_availability_sets_reuse_fault_domain_numbers() -> None:
+    a, b = event("E1", ["vm0"], minutes=10), event("E2", ["vm1"])
+    p = plan_cycle({"vm0": {"result": result("vm0", 0, [a]), "availability_set": "web"},
+                    "vm1": {"result": result("vm1", 0, [b]), "availability_set": "db"}}, None, NOW)
+    assert ids(p["hosts"]["vm1"]["deferred"]) == [IDS["E2"]]
+
+
+def test_fault_domain_keys() -> None:
+    assert domain_key({"vm_scale_set_name": "web", "zone": "2", "fault_domain": 1}) == \
+        "scale set web / zone 2 / fault domain 1"
+    assert domain_key({"name": "vm0", "fault_domain": 1}, "db") == "availability set db / fault domain 1"
+    assert domain_key({"name": "vm0", "fault_domain": 0, "zone": "3"}) == "zone 3"
+    assert domain_key({"name": "vm0", "fault_domain": 0}) == "vm vm0"  # no known set: a domain of its own
+
+
+@pytest.mark.parametrize("bad", [
+    {"events": [{"event_id": "x", "event_type": "Reboot", "resources": []}], "approved": []},  # no event_status
+    {"events": [dict(event_record(event("E1", ["vm0"])), resources=None)], "approved": []},
+    {"events": [], "approved": [], "document_incarnation": -1},
+    {"events": [], "approved": [], "document_incarnation": "7"},
+    {"events": [dict(event_record(event("E1", ["vm0"])), prepare="maybe")], "approved": []},
+    {"events": [], "approved": [None]},
+])
+def test_regression_a_state_with_bad_fields_is_corrupt_for_that_host_only(bad: Dict[str, Any]) -> None:
+    import json
+    state, status, message = load_state(json.dumps(dict({"version": 2, "document_incarnation": 1}, **bad)))
+    assert status == "corrupt" and state is None and message.endswith("starting as a first cycle.")
+    # A bad state that reached the plan anyway plans as no state, and fails nobody.
+    reboot = event("E2", ["vm0"])
+    p = plan({"vm0": result("vm0", 0, [reboot], dict({"version": 2}, **bad)), "vm1": result("vm1", 0, [reboot])})
+    assert ids(p["hosts"]["vm0"]["prepare"]) == [IDS["E2"]]
+
+
+def test_regression_an_event_spanning_two_fault_domains_is_prepared_as_a_whole() -> None:
+    both = event("E1", ["vm0", "vm1"])
+    p = plan({"vm0": result("vm0", 0, [both]), "vm1": result("vm1", 1, [both])})
+    assert ids(p["hosts"]["vm0"]["prepare"]) == ids(p["hosts"]["vm1"]["prepare"]) == [IDS["E1"]]
+    assert p["hosts"]["vm0"]["approve"] == [IDS["E1"]]
+
+
+def test_regression_deferral_does_not_outlast_the_notice() -> None:
+    busy = event("E0", ["vm0"], status="Started")
+    soon = event("E2", ["vm1"], minutes=5)  # inside prepare_anyway_seconds (480)
+    p = plan({"vm0": result("vm0", 0, [busy, soon]), "vm1": result("vm1", 1, [busy, soon])})
+    assert ids(p["hosts"]["vm1"]["prepare"]) == [IDS["E2"]] and p["approvals"] == {}
+    assert "left to NotBefore" in p["hosts"]["vm1"]["waiting"][0]["reason"]
+    later = event("E2", ["vm1"], minutes=12)
+    p = plan({"vm0": result("vm0", 0, [busy, later]), "vm1": result("vm1", 1, [busy, later])})
+    assert ids(p["hosts"]["vm1"]["deferred"]) == [IDS["E2"]]
+
+
+def test_regression_approvals_carry_what_was_planned() -> None:
+    reboot = event("E1", ["vm0"])
+    p = plan({"vm0": result("vm0", 0, [reboot])})
+    assert p["approvals"][IDS["E1"]]["planned"] == {"event_id": IDS["E1"], "event_type": "Reboot",
+                                                   "resources": ["vm0"]}
+
+
+def test_regression_at_once_approvals_wait_for_a_blind_host() -> None:
+    user = event("U1", ["vm0", "vm1"], source="User")
+    freeze = event("E1", ["vm0", "vm1"], event_type="Freeze", duration=5)
+    p = plan({"vm0": result("vm0", 0, None), "vm1": result("vm1", 0, [user, freeze])})
+    assert p["approvals"] == {}
+    assert {w["reason"] for w in p["hosts"]["vm1"]["waiting"]} == {"cannot see vm0 (blind)"}
+
+
+def test_regression_ids_stay_as_served() -> None:
+    lower = dict(event("E1", ["vm0"], source="User"), event_id="602d9444-d2cd-49c7-8624-8643e7171297")
+    p = plan({"vm0": result("vm0", 0, [lower])})
+    assert p["hosts"]["vm0"]["approve"] == [lower["event_id"]]
+    assert confirm_approvals(p, ["vm0"])["vm0"][0]["event_id"] == lower["event_id"]
+
+
+def test_regression_a_host_dropped_from_resources_after_it_prepared_is_recovered() -> None:
+    reboot = event("E1", ["vm0", "vm1"])
+    previous = saved([reboot], prepared=["E1"])
+    narrowed = dict(reboot, resources=["vm1"])
+    p = plan({"vm0": result("vm0", 0, [narrowed], previous)})
+    assert ids(p["hosts"]["vm0"]["recover"]) == [IDS["E1"]]
+    state = state_after(result("vm0", 0, [narrowed], previous), recovered=[IDS["E1"]])
+    assert [r["prepare"] for r in state["events"]] == [None]
+
+
+def test_regression_two_hosts_with_one_vm_name_are_left_alone() -> None:
+    user = event("U1", ["web0"], source="User")
+    p = plan({"rg1-web0": result("web0", 0, [user], resource_id="/rg1/web0"),
+              "rg2-web0": result("web0", 1, [user], resource_id="/rg2/web0")})
+    assert p["approvals"] == {} and all(h["prepare"] == [] for h in p["hosts"].values())
+    assert any("shares its VM name web0" in n for n in p["notes"])
+
+
+def test_a_failed_prepare_is_remembered_as_begun_and_prepared_again() -> None:
+    reboot = event("E1", ["vm0"])
+    begun = state_after(result("vm0", 0, [reboot]), prepared_now=[IDS["E1"]], failed=True)
+    assert [r["prepare"] for r in begun["events"]] == ["started"]
+    p = plan({"vm0": result("vm0", 0, [reboot], begun)})
+    assert ids(p["hosts"]["vm0"]["prepare"]) == [IDS["E1"]]  # again, and approved once that succeeds
+    gone = plan({"vm0": result("vm0", 0, [], begun)})
+    assert ids(gone["hosts"]["vm0"]["recover"]) == [IDS["E1"]]
+
+
+def test_an_unprepared_event_that_listed_the_host_is_recovered_once_gone_and_then_forgotten() -> None:
+    crash = event("E1", ["vm0"], status="Started")  # a hardware failure: never Scheduled, never prepared
+    seen = state_after(result("vm0", 0, [crash]))
+    p = plan({"vm0": result("vm0", 0, [], seen)})
+    assert ids(p["hosts"]["vm0"]["recover"]) == [IDS["E1"]]
+    assert state_after(result("vm0", 0, [], seen), recovered=[IDS["E1"]])["events"] == []
+    assert state_after(result("vm0", 0, [], seen))["events"] == seen["events"]  # not recovered yet: kept
+
+
+def test_a_version_1_state_keeps_what_was_prepared() -> None:
+    import json
+    reboot = event_record(event("E1", ["vm0"]))
+    reboot.pop("prepare")
+    v1 = {"version": 1, "document_incarnation": 2, "events": [reboot], "prepared": [IDS["E1"].upper()], "approved": []}
+    state, status, _ = load_state(json.dumps(v1))
+    assert status == "loaded" and state["events"][0]["prepare"] == "done"
+
+
+def test_a_missing_state_is_no_news() -> None:
+    assert load_state(None) == (None, "missing", "")
+
+
+def test_an_event_whose_only_unseen_host_is_its_own_goes_ahead_but_another_unseen_host_blocks_it() -> None:
+    both = event("E1", ["vm0", "vm1"])  # vm0 could not be read yet (its domain is unknown)
+    p = plan({"vm1": result("vm1", 1, [both])}, vm0={"result": None})
+    assert ids(p["hosts"]["vm1"]["prepare"]) == [IDS["E1"]]
+    assert p["approvals"] == {}  # vm0 was not read: never approved without it
+    other = plan({"vm1": result("vm1", 1, [event("E2", ["vm1"])])}, vm0={"result": None})
+    assert other["hosts"]["vm1"]["prepare"] == []
