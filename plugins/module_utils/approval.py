@@ -5,8 +5,10 @@
 
 Approving starts an event for every VM in its Resources, so the rules are
 strict: only Scheduled events, only events listing this VM (unless forced),
-only against the document the decision was taken on (if asked), and nothing
-at all when the request is wrong in any way.
+only against the document the decision was taken on (if asked), only events
+that still match what was planned (if given), and nothing at all when the
+request is wrong in any way. Ids are matched case-insensitively but sent
+exactly as IMDS served them.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,7 +18,7 @@ __metaclass__ = type
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.events import affects
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.events import affects, resource_name
 
 
 class ApprovalRequestError(ValueError):
@@ -24,7 +26,10 @@ class ApprovalRequestError(ValueError):
 
 
 def requested_ids(event_ids=None, events=None):
-    """Upper-cased, de-duplicated ids from `event_ids` or info-module/raw `events`."""
+    """De-duplicated ids from `event_ids` or info-module/raw `events`, spelled as given (stripped).
+
+    Ids are matched case-insensitively (the first spelling of an id wins) but never re-cased: IMDS is
+    sent back exactly the string it served (see plan_approval)."""
     raw = []
     if event_ids is not None:
         raw = list(event_ids)
@@ -33,15 +38,85 @@ def requested_ids(event_ids=None, events=None):
         if not isinstance(value, str):
             raise ApprovalRequestError("events[%d] has no event_id (or EventId)." % index)
         raw.append(value)
-    ids = []
+    ids, seen = [], set()
     for value in raw:
         if not isinstance(value, str) or not value.strip():
             raise ApprovalRequestError("event id %r is empty or not text." % (value,))
-        if value.strip().upper() not in ids:
-            ids.append(value.strip().upper())
+        if _key(value) not in seen:
+            seen.add(_key(value))
+            ids.append(value.strip())
     if not ids:
         raise ApprovalRequestError("no event ids to approve were given.")
     return ids
+
+
+def _key(event_id):
+    """How ids are compared: IMDS serves GUIDs in either case."""
+    return event_id.strip().upper()
+
+
+def planned_events(planned):
+    """`planned` (the events as the caller decided on them) by id; None stays None.
+
+    Each entry needs `event_id`, `event_type` and `resources`, as scheduled_events_info returns them."""
+    if planned is None:
+        return None
+    by_id = {}
+    for index, entry in enumerate(planned):
+        if not isinstance(entry, dict) or not isinstance(entry.get("event_id"), str) or not entry["event_id"].strip():
+            raise ApprovalRequestError("planned[%d] has no event_id." % index)
+        if not isinstance(entry.get("event_type"), str):
+            raise ApprovalRequestError("planned[%d] (event %s) has no event_type." % (index, entry["event_id"]))
+        resources = entry.get("resources")
+        if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
+            raise ApprovalRequestError("planned[%d] (event %s) has no resources (a list of VM names)."
+                                       % (index, entry["event_id"]))
+        if _key(entry["event_id"]) in by_id:
+            raise ApprovalRequestError("planned lists event %s more than once." % entry["event_id"])
+        by_id[_key(entry["event_id"])] = entry
+    return by_id
+
+
+def stale_events(events, ids, planned):
+    """{id: warning} for each requested id whose current event no longer matches what was planned.
+
+    `events` are the current document's normalised events, `planned` the caller's list (see
+    planned_events). Stale: a different EventType, a different set of Resources (names compared as
+    events.resource_name does), or no planned entry at all. Ids not in `events` are not judged here
+    (they are missing). Keys are spelled as served."""
+    by_key = planned_events(planned)
+    current = dict((_key(e["event_id"]), e) for e in events)
+    stale = {}
+    for event_id in ids:
+        event = current.get(_key(event_id))
+        if event is None:
+            continue
+        changes = _changes(by_key.get(_key(event_id)), event)
+        if changes:
+            stale[event["event_id"]] = ("event %s was not approved: %s; the next cycle decides anew."
+                                        % (event["event_id"], changes))
+    return stale
+
+
+def _changes(entry, event):
+    """What differs between a planned entry and the current event (one phrase), or ""."""
+    if entry is None:
+        return "it is not in the plan"
+    changes = []
+    if entry["event_type"] != event["event_type"]:
+        changes.append("its EventType changed from %s to %s" % (entry["event_type"], event["event_type"]))
+    before = set(resource_name(r) for r in entry["resources"])
+    after = set(resource_name(r) for r in event["resources"])
+    added = [r for r in event["resources"] if resource_name(r) not in before]
+    removed = [r for r in entry["resources"] if resource_name(r) not in after]
+    if added or removed:
+        changes.append("its Resources changed (%s)" % "; ".join(
+            part for part in (_listed("added", added), _listed("removed", removed)) if part))
+    return "since it was planned, %s" % " and ".join(changes) if changes else ""
+
+
+def _listed(what, names):
+    return "%s %s" % (what, ", ".join(names)) if names else ""
 
 
 @dataclass
@@ -51,6 +126,8 @@ class ApprovalPlan:
     missing: List[str] = field(default_factory=list)
     refused: List[str] = field(default_factory=list)
     unknown_status: List[str] = field(default_factory=list)
+    stale: List[str] = field(default_factory=list)
+    warnings: List[str] = field(default_factory=list)
     before: Dict[str, str] = field(default_factory=dict)
     error: Optional[str] = None
 
@@ -66,12 +143,18 @@ def _lines(statuses):
     return "".join("%s: %s\n" % (k, v) for k, v in sorted(statuses.items()))
 
 
-def plan_approval(parsed, ids, vm_name, force=False, expected_incarnation=None, missing="fail"):
-    """Decide what to POST for `ids` given the current parsed document."""
-    by_id = dict((e["event_id"].upper(), e) for e in parsed["events"])
+def plan_approval(parsed, ids, vm_name, force=False, expected_incarnation=None, missing="fail", planned=None):
+    """Decide what to POST for `ids` given the current parsed document.
+
+    Every id is reported, and POSTed, as IMDS served it (the requested spelling only when the event is
+    not in the document). With `planned` (see stale_events), a Scheduled event that no longer matches
+    the plan is stale: not approved, reported, and no reason to fail the others."""
+    by_id = dict((_key(e["event_id"]), e) for e in parsed["events"])
+    stale = stale_events(parsed["events"], ids, planned) if planned is not None else {}
     plan = ApprovalPlan()
-    for event_id in ids:
-        event = by_id.get(event_id)
+    for requested in ids:
+        event = by_id.get(_key(requested))
+        event_id = event["event_id"] if event else requested
         plan.before[event_id] = event["event_status"] if event else "absent"
         if event is None:
             plan.missing.append(event_id)
@@ -79,6 +162,10 @@ def plan_approval(parsed, ids, vm_name, force=False, expected_incarnation=None, 
             plan.already_started.append(event_id)
         elif event["event_status"] != "Scheduled":
             plan.unknown_status.append(event_id)
+        elif event_id in stale:
+            # Before the Resources check: a plan gone stale must not fail the task, only skip the event.
+            plan.stale.append(event_id)
+            plan.warnings.append(stale[event_id])
         elif not force and not affects(event, vm_name):
             plan.refused.append(event_id)
         else:

@@ -12,6 +12,7 @@ import time
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.approval import (
     ApprovalRequestError,
     plan_approval,
+    planned_events,
     requested_ids,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.imds import ImdsError
@@ -36,6 +37,7 @@ def argument_spec():
     spec.update(
         event_ids=dict(type="list", elements="str"),
         events=dict(type="list", elements="dict"),
+        planned=dict(type="list", elements="dict"),
         missing=dict(type="str", choices=["fail", "ignore"], default="fail"),
         force=dict(type="bool", default=False),
         expected_incarnation=dict(type="int"),
@@ -48,14 +50,15 @@ def argument_spec():
 
 
 def wait_until_started(client, ids, timeout, interval, clock=time.monotonic, sleep=time.sleep):
-    """Ids Started or gone within the timeout (a set), polling the document."""
+    """The ids (as given, in their order) seen Started or gone within the timeout, polling the document.
+
+    Ids are matched case-insensitively: the answer keeps the caller's spelling."""
     deadline = clock() + timeout
-    wanted = set(i.upper() for i in ids)
     while True:
         parsed = read_document(client)
         status = dict((e["event_id"].upper(), e["event_status"]) for e in (parsed or {}).get("events", []))
-        done = set(i for i in wanted if parsed is not None and status.get(i, "gone") != "Scheduled")
-        if done == wanted or clock() + interval > deadline:
+        done = [i for i in ids if parsed is not None and status.get(i.upper(), "gone") != "Scheduled"]
+        if len(done) == len(ids) or clock() + interval > deadline:
             return done
         sleep(interval)
 
@@ -64,6 +67,7 @@ def run_approve(params, edges, check_mode=False, diff_mode=False):
     """The module's result for `params`; raises TaskFailed. Sends nothing unless every rule allows it."""
     try:
         ids = requested_ids(params["event_ids"], params["events"])
+        planned_events(params["planned"])  # a malformed plan fails here, before IMDS is asked anything
     except ApprovalRequestError as exc:
         raise TaskFailed(str(exc))
     client = build_client(params, edges.send)
@@ -72,9 +76,12 @@ def run_approve(params, edges, check_mode=False, diff_mode=False):
     if parsed is None:
         raise TaskFailed("IMDS has no Scheduled Events document yet (empty body); nothing can be approved.")
     plan = plan_approval(parsed, ids, name, force=params["force"], expected_incarnation=params["expected_incarnation"],
-                         missing=params["missing"])
+                         missing=params["missing"], planned=params["planned"])
+    for warning in plan.warnings:
+        edges.warn(warning)
     result = dict(changed=bool(plan.approve), approved=plan.approve, already_started=plan.already_started,
-                  missing=plan.missing, refused=plan.refused, document_incarnation=parsed["document_incarnation"])
+                  missing=plan.missing, refused=plan.refused, stale=plan.stale,
+                  document_incarnation=parsed["document_incarnation"])
     if diff_mode:
         result["diff"] = plan.diff(check_mode)
     if plan.error:
@@ -96,8 +103,8 @@ def run_approve(params, edges, check_mode=False, diff_mode=False):
                              % (str(exc).rstrip("."), ", ".join(plan.approve)), **result)
         if params["wait_for_start"]:
             started = guarded(wait_until_started, client, plan.approve, params["wait_timeout"], params["poll_interval"])
-            result["started"] = sorted(started)
-            late = sorted(set(i.upper() for i in plan.approve) - started)
+            result["started"] = started
+            late = [i for i in plan.approve if i not in started]
             if late:
                 raise TaskFailed("approved, but %s did not start within %g s." % (", ".join(late), params["wait_timeout"]),
                                  **result)

@@ -24,6 +24,10 @@ _ISO = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6})\d*)?"
     r"(Z|[+-]\d{2}:?\d{2})?$"
 )
+# ASCII only: str.isdigit() and re's \d also accept other scripts' digits ("²"), which int() may refuse.
+_DIGITS = re.compile(r"[0-9]+")
+# EventIds end up in file names and log lines (the example prepare tasks), so only the GUID shape passes.
+_GUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 
 
 class DocumentError(ValueError):
@@ -83,7 +87,7 @@ def parse_incarnation(value):
         raise DocumentError("DocumentIncarnation %r is not a number." % (value,))
     if isinstance(value, int):
         number = value
-    elif isinstance(value, str) and value.strip().isdigit():
+    elif isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
         number = int(value.strip())
     else:
         raise DocumentError("DocumentIncarnation %r is not a whole number." % (value,))
@@ -142,7 +146,8 @@ def iso_utc(moment):
 def normalise_event(raw, index=0):
     """One raw event -> snake_case keys, `not_before` as ISO 8601 UTC or None.
 
-    Fields missing in older api-versions become None; the raw event is kept.
+    Fields missing in older api-versions become None; the raw event is kept. EventId must be a GUID
+    (either case, kept as served): anything else is refused, since ids end up in file names and logs.
     """
     where = "event %d" % index
     if not isinstance(raw, dict):
@@ -150,6 +155,9 @@ def normalise_event(raw, index=0):
     event_id = raw.get("EventId")
     if not isinstance(event_id, str) or not event_id.strip():
         raise DocumentError("%s has no EventId." % where)
+    if not _GUID.fullmatch(event_id):
+        raise DocumentError("%s has EventId %r, which is not a GUID (8-4-4-4-12 hex digits, as IMDS serves them)."
+                            % (where, event_id))
     where = "event %s" % event_id
     resources = raw.get("Resources", [])
     if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):

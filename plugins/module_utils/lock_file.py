@@ -10,20 +10,30 @@ __metaclass__ = type
 import fcntl
 import os
 import tempfile
+import time
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_lock import DELETE
 
+GUARD_TIMEOUT = 30.0
+POLL_SECONDS = 0.05
 
-def update_under_guard(path, change):
+
+class GuardBusy(OSError):
+    """Another process kept the guard longer than the wait allowed; the message names the file and the wait."""
+
+
+def update_under_guard(path, change, timeout=GUARD_TIMEOUT, clock=time.monotonic, sleep=time.sleep):
     """Call change(text of `path` or None) holding an exclusive flock on `path`.guard, then write what it
     returns (atomically), delete the file on DELETE, or leave it on None. Returns change's answer.
 
     The guard makes "read, judge, write" one step between runs on this VM, so two runs can never both
-    take a free or expired lock. Raises OSError."""
+    take a free or expired lock. Nobody holds it for more than a file read and write, so a guard still
+    held after `timeout` seconds means a stuck process: raises GuardBusy then (an OSError), and OSError
+    for any other failure."""
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, 0o700, exist_ok=True)
     with open(path + ".guard", "a") as guard:
-        fcntl.flock(guard.fileno(), fcntl.LOCK_EX)
+        _acquire(guard, path + ".guard", timeout, clock, sleep)
         try:
             text = _read(path)
             answer = change(text)
@@ -34,6 +44,23 @@ def update_under_guard(path, change):
             return answer
         finally:
             fcntl.flock(guard.fileno(), fcntl.LOCK_UN)
+
+
+def _acquire(guard, name, timeout, clock, sleep):
+    """flock LOCK_EX, polling without blocking: a blocking flock would hang this run, and every later
+    one, behind a stuck holder."""
+    deadline = clock() + timeout
+    while True:
+        try:
+            fcntl.flock(guard.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass  # held by another process
+        if clock() >= deadline:
+            # No trailing period: callers put this sentence in parentheses inside their own.
+            raise GuardBusy("another process has held %s for more than %g s; find it with fuser -v %s and end it, "
+                            "or try again later" % (name, timeout, name))
+        sleep(POLL_SECONDS)
 
 
 def _read(path):

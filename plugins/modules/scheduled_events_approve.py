@@ -34,7 +34,8 @@ attributes:
 options:
   event_ids:
     description:
-      - Ids of the events to approve (C(EventId), case-insensitive).
+      - Ids of the events to approve (C(EventId), matched case-insensitively). IMDS is always sent each id
+        exactly as it served it.
       - Give this or O(events).
     type: list
     elements: str
@@ -43,6 +44,20 @@ options:
       - Events to approve, as returned by M(azure_imds.scheduled_events.scheduled_events_info)
         (RV(azure_imds.scheduled_events.scheduled_events_info#module:events)) or raw IMDS events.
       - Give this or O(event_ids).
+    type: list
+    elements: dict
+  planned:
+    description:
+      - The events as the caller planned them when it decided to approve them, for example the
+        RV(azure_imds.scheduled_events.scheduled_events_info#module:events) of an earlier read. Each item needs
+        C(event_id), C(event_type) and C(resources), as M(azure_imds.scheduled_events.scheduled_events_info)
+        returns them; other keys are ignored.
+      - An event whose C(EventType) or set of C(Resources) (names compared case-insensitively, ignoring the
+        leading underscore of api-version 2017-03-01) differs from its planned item, and a requested id with
+        no planned item, is B(stale). It is not approved, is listed in RV(stale) with a warning saying what
+        changed, and does not fail the task; the other events go ahead.
+      - Only C(Scheduled) events are judged; ids already C(Started) or not in the document are reported as usual.
+      - Without this option no event is stale.
     type: list
     elements: dict
   missing:
@@ -98,6 +113,8 @@ notes:
   - C(changed) is true only when a POST was sent (in check mode, when one would be).
   - The task fails, sending nothing, when an id is missing (unless O(missing=ignore)), when an event does
     not list this VM (unless O(force=true)), or when O(expected_incarnation) does not match.
+  - Stale events (see O(planned)) are skipped with a warning and never fail the task.
+  - Returned ids are spelled as IMDS served them; an id not in the document keeps the spelling it was given.
 seealso:
   - module: azure_imds.scheduled_events.scheduled_events_info
 """
@@ -118,6 +135,13 @@ EXAMPLES = r"""
     event_ids:
       - 602D9444-D2CD-49C7-8624-8643E7171297
     wait_for_start: true
+
+- name: Approve the reboots decided on after the read, skipping any whose type or Resources changed since
+  azure_imds.scheduled_events.scheduled_events_approve:
+    events: "{{ decided }}"
+    planned: "{{ decided }}"
+  vars:
+    decided: "{{ scheduled.events_for_this_vm | selectattr('event_type', 'equalto', 'Reboot') | list }}"
 """
 
 RETURN = r"""
@@ -152,6 +176,13 @@ missing:
   elements: str
 refused:
   description: Ids not approved because their C(Resources) do not list this VM and O(force) is false.
+  returned: always
+  type: list
+  elements: str
+stale:
+  description:
+    - Ids not approved because the event no longer matches its O(planned) item (C(EventType) or C(Resources)
+      changed) or has none. A warning says what changed for each. Empty without O(planned).
   returned: always
   type: list
   elements: str

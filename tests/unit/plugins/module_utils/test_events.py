@@ -16,6 +16,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.events
     events_of,
     normalise_event,
     parse_document,
+    parse_incarnation,
     parse_not_before,
 )
 
@@ -77,6 +78,35 @@ def test_bad_documents_fail_with_one_sentence_naming_the_cause(body: object, mes
         parse_document(body)
     text = str(info.value)
     assert message in text and text.endswith(".") and "\n" not in text
+
+
+@pytest.mark.parametrize("value", ["\u00b2", "\u0663", "\uff17", "1\u00b2", "\U0001d7e0"])
+def test_incarnation_accepts_ascii_digits_only(value: str) -> None:
+    # str.isdigit() says yes to all of these; int() refuses some ("²") and reads others ("٣" is 3).
+    with pytest.raises(DocumentError) as info:
+        parse_incarnation(value)
+    assert str(info.value) == "DocumentIncarnation %r is not a whole number." % value
+
+
+@pytest.mark.parametrize("event_id", [
+    "602d9444-d2cd-49c7-8624-8643e7171297", "602D9444-D2CD-49C7-8624-8643E7171297",
+    "602d9444-D2CD-49c7-8624-8643e7171297",
+])
+def test_event_ids_are_guids_in_either_case_kept_as_served(event_id: str) -> None:
+    assert normalise_event(dict(EVENT, EventId=event_id))["event_id"] == event_id
+
+
+@pytest.mark.parametrize("event_id", [
+    "E1", "../../etc/passwd", "{602D9444-D2CD-49C7-8624-8643E7171297}", " 602D9444-D2CD-49C7-8624-8643E7171297",
+    "602D9444-D2CD-49C7-8624-8643E7171297\n", "602D9444D2CD49C786248643E7171297",
+    "602D9444-D2CD-49C7-8624-8643E717129G",
+    "602D9444-D2CD-49C7-8624-8643E71712970", "\uff16" + "02D9444-D2CD-49C7-8624-8643E7171297",
+])
+def test_an_event_id_that_is_not_a_guid_is_refused_in_one_sentence(event_id: str) -> None:
+    with pytest.raises(DocumentError) as info:
+        parse_document(document(EVENT, dict(EVENT, EventId=event_id)))
+    assert str(info.value) == ("event 1 has EventId %r, which is not a GUID (8-4-4-4-12 hex digits, as IMDS serves "
+                               "them)." % event_id)
 
 
 @pytest.mark.parametrize("value, expected", [
