@@ -7,13 +7,23 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-test.txt requirements-analysis.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
-.PHONY: demo test sanity newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-analysis venv clean
+.PHONY: demo test check invariants sanity newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-analysis venv clean
 
 demo: $(STAMP)
 	$(PY) tools/demo.py
 
 # Sanity and the newest-ansible-core leg first, so that the last line CI prints is pytest's summary.
 test: sanity newest-core pytest
+
+# The quick tier for the inner loop (well under 3 minutes): unit tests (the pure cycle decisions, parsing,
+# approval, locks), the simulator's engine and offline mode, and the safety invariants on 24 fleet-days.
+check: $(STAMP)
+	$(PY) -m pytest -q tests/unit tests/simulator/test_engine.py tests/simulator/test_offline.py \
+	  tests/reliability/test_safety_invariants.py
+
+# The safety invariants over 1,002 simulated fleet-days (6 fault/period combinations x 167 days); minutes.
+invariants: $(STAMP)
+	INVARIANT_EXAMPLES=167 $(PY) -m pytest -q tests/reliability/test_safety_invariants.py
 
 sanity: $(STAMP)
 	$(PY) tools/run_sanity.py

@@ -40,6 +40,11 @@ class LiveFleet:
     def url(self, vm: str) -> str:
         return self.sim.vm_url(vm)
 
+    def availability_set(self, vm: str) -> str:
+        """What an inventory tells the role and IMDS does not: the VM's availability set ("" in a scale set)."""
+        spec = self.engine.fleet.vm(vm)
+        return getattr(spec, "availability_set", None) or ("" if spec.vm_scale_set_name else self.engine.fleet.name)
+
     def fault(self, vm: str, *faults: Dict[str, Any]) -> None:
         self.sim.faults.add(vm, [parse_fault(f) for f in faults])
 

@@ -53,6 +53,11 @@ def prepare_work() -> Dict[str, str]:
                 SCHEDULED_EVENTS_HISTORY_PATH=str(HISTORY), ANSIBLE_LOCAL_TEMP=str(WORK / "tmp"))
 
 
+def availability_set(sim: Simulator, vm: Any) -> str:
+    """The host variable IMDS cannot give: the VM's availability set ("" for scale-set VMs)."""
+    return "" if vm.vm_scale_set_name else sim.engine.fleet.name
+
+
 def write_inventory(sim: Simulator, work: Path = WORK) -> Path:
     """Every simulated VM as a local host with its own IMDS root, state file and marker folder (what the
     example prepare/recover tasks write; on real VMs each has its own disk). Shared with tools/soak.py."""
@@ -61,6 +66,7 @@ def write_inventory(sim: Simulator, work: Path = WORK) -> Path:
         markers = work / "markers" / vm.name
         markers.mkdir(parents=True, exist_ok=True)
         hosts[vm.name] = {"maintenance_cycle_imds_url": sim.vm_url(vm.name),
+                          "maintenance_cycle_availability_set": availability_set(sim, vm),
                           "maintenance_cycle_state_path": str(work / "state" / f"{vm.name}.json"),
                           "maintenance_marker_dir": str(markers)}
     inventory = work / "inventory.json"
@@ -157,7 +163,12 @@ def main() -> int:
     command = [str(Path(sys.executable).parent / "ansible-playbook"), "azure_imds.scheduled_events.watch",
                "-i", str(inventory), "-f", "10", "-e", json.dumps({
                    "watch_seconds": 240, "watch_stop_when_quiet": True, "watch_poll_interval": 0.25,
-                   "watch_round_seconds": 10, "watch_quiet_seconds": 8})]
+                   "watch_round_seconds": 10, "watch_quiet_seconds": 8,
+                   # the documented examples, opted into (without prepare tasks only user events and
+                   # short freezes would be approved early)
+                   "prepare_tasks": str(REPO / "playbooks/maintenance_tasks/prepare_example.yml"),
+                   "recover_tasks": str(REPO / "playbooks/maintenance_tasks/recover_example.yml"),
+                   "maintenance_cycle_prepare_anyway_seconds": 480 / TIME_SCALE})]  # the compressed clock
     print("Running: " + " ".join(command[1:4]) + " ... (watch until every host is quiet again)", flush=True)
     with open(WORK / "watch.log", "w") as log:
         returncode = subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=WORK,

@@ -90,8 +90,8 @@ HEADER = """---
   vars:
     watch_unread: "{{{{ maintenance_cycle_query is failed or maintenance_cycle_query is unreachable }}}}"
     maintenance_cycle_end_quiet_hosts: false
-    maintenance_cycle_prepare_tasks: "{{{{ prepare_tasks | default(playbook_dir ~ '/maintenance_tasks/prepare_example.yml') }}}}"
-    maintenance_cycle_recover_tasks: "{{{{ recover_tasks | default(playbook_dir ~ '/maintenance_tasks/recover_example.yml') }}}}"
+    maintenance_cycle_prepare_tasks: "{{{{ prepare_tasks | default('') }}}}"
+    maintenance_cycle_recover_tasks: "{{{{ recover_tasks | default('') }}}}"
   tasks:
     - name: One round
       ansible.builtin.import_tasks: watch_round.yml

@@ -119,7 +119,8 @@ def run_watch(options: Options, sim: Simulator, env: Dict[str, str]) -> tuple:
                "-i", str(write_inventory(sim, WORK)), "-f", str(options.forks), "-e", json.dumps({
                    "watch_seconds": options.minutes * 60, "watch_poll_interval": 1, "watch_round_seconds": 10,
                    "prepare_tasks": str(REPO / "playbooks/maintenance_tasks/prepare_example.yml"),
-                   "recover_tasks": str(REPO / "playbooks/maintenance_tasks/recover_example.yml")})]
+                   "recover_tasks": str(REPO / "playbooks/maintenance_tasks/recover_example.yml"),
+                   "maintenance_cycle_prepare_anyway_seconds": 480 / options.time_scale})]
     with open(WORK / "watch.log", "w") as log:
         proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=WORK)
         memory = MemorySampler(proc.pid)

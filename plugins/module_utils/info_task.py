@@ -142,5 +142,13 @@ def observe(params, edges):
         result["diff"] = diff_events(previous_events, events, previous_incarnation, parsed["document_incarnation"])
     if params["state_path"]:
         result.update(state=state, state_status=state_status, state_path=params["state_path"],
-                      quiet=state_status == "loaded" and not events and not state["events"])
+                      quiet=_quiet(result, state, state_status))
     return result
+
+
+def _quiet(result, state, state_status):
+    """Nothing to prepare, approve or recover. A host without a document cannot tell, and a corrupt state is
+    rewritten by a cycle; a missing one is quiet while there are no events (nothing can be owed a recover)."""
+    if not result["document_available"] or result["events"] or state_status == "corrupt":
+        return False
+    return state is None or not state["events"]

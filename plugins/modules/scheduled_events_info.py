@@ -297,9 +297,10 @@ transport:
   sample: module
 quiet:
   description:
-    - True when there is nothing to do in a maintenance cycle, no events now and none in a loaded state
-      (so nothing to prepare, approve or recover). A missing or corrupt state is never quiet, so that the
-      cycle writes a fresh one.
+    - True when there is nothing to do in a maintenance cycle. That is a document with no events, and a saved
+      state with none either (none owed a recover) or no state file at all, so nothing to prepare, approve or
+      recover, and nothing to warn about.
+    - Never true without a document (an empty 200), nor with a corrupt state file, which a cycle then rewrites.
   returned: when O(state_path) is set
   type: bool
 waited:

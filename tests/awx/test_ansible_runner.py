@@ -40,6 +40,7 @@ class RunnerJob:
         self.actions = root / "actions"
         (root / "inventory" / "hosts.json").write_text(json.dumps({"azure_vms": {
             "hosts": {vm: {"maintenance_cycle_imds_url": fleet.url(vm),
+                           "maintenance_cycle_availability_set": fleet.availability_set(vm),
                            "maintenance_cycle_state_path": str(root / "state" / f"{vm}.json")} for vm in fleet.vms},
             "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
                      "actions_dir": str(self.actions)}}}))
@@ -73,7 +74,8 @@ def job(tmp_path: Path) -> Iterator[RunnerJob]:
 
 
 CYCLE_SURVEY = {"prepare_tasks": str(FILES / "prepare_log.yml"), "recover_tasks": str(FILES / "recover_log.yml"),
-                "maintenance_cycle_max_fault_domains_in_maintenance": 1}
+                "maintenance_cycle_max_fault_domains_in_maintenance": 1,
+                "maintenance_cycle_prepare_anyway_seconds": 24}  # 480 s at time scale 20
 
 
 def test_the_cycle_job_runs_under_ansible_runner_and_its_events_rebuild_the_history(job: RunnerJob) -> None:

@@ -50,7 +50,8 @@ class CycleBench:
             "vars": {"ansible_python_interpreter": sys.executable, "actions_dir": str(self.actions_dir)}}}))
 
     def _host_vars(self, host: str) -> Dict[str, Any]:
-        url = {"maintenance_cycle_imds_url": self.fleet.url(host)}
+        url = {"maintenance_cycle_imds_url": self.fleet.url(host),
+               "maintenance_cycle_availability_set": self.fleet.availability_set(host)}
         if host in self.windows:  # nothing Windows-specific beyond the connection's own variables
             return dict(url, ansible_connection="windows_double", ansible_windows_double_root=str(self.disk(host)))
         return dict(url, ansible_connection="local", maintenance_cycle_state_path=str(self.state_path(host)))
@@ -101,7 +102,9 @@ class CycleBench:
                 forks: int, env: Optional[Dict[str, str]]) -> Tuple[List[str], Dict[str, str]]:
         extra_vars: Dict[str, Any] = {"prepare_tasks": str(FILES / "prepare_log.yml") if prepare else "",
                                       "recover_tasks": str(FILES / "recover_log.yml") if recover else "",
-                                      "controller_lock": str(self.controller_lock)}
+                                      "controller_lock": str(self.controller_lock),
+                                      # the simulated clock runs faster: so does "NotBefore is near"
+                                      "maintenance_cycle_prepare_anyway_seconds": 480 / self.fleet.engine.time_scale}
         extra_vars.update(extra or {})
         command = [str(Path(sys.executable).parent / "ansible-playbook"), f"azure_imds.scheduled_events.{playbook}",
                    "-i", str(self.inventory), "-f", str(forks), "-e", json.dumps(extra_vars)]
