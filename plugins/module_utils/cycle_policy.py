@@ -112,8 +112,10 @@ def host_views(hosts):
     for host, given in sorted(hosts.items()):
         given = given or {}
         result = given.get("result")
+        # A failed read may still have told which VM it is (the compute metadata came first).
+        last_vm = (result.get("this_vm") if isinstance(result, dict) else None) or given.get("last_vm")
         views[host] = _view(host, result if _was_read(result) else None, given.get("availability_set") or "",
-                            given.get("last_vm"))
+                            last_vm)
     _mark_ambiguous(views)
     return views
 

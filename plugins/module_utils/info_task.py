@@ -109,6 +109,17 @@ def observe(params, edges):
     previous_incarnation, previous_events = guarded(events_of, previous)
     client = build_client(params, edges.send)
     facts, name = guarded(this_vm, client, params["resource_name"], params["include_instance"])
+    try:
+        return _read_events(params, edges, client, facts, name, previous, previous_incarnation, previous_events,
+                            state, state_status)
+    except TaskFailed as exc:
+        # Which VM failed is still worth knowing: a maintenance cycle keeps its fault domain in maintenance.
+        exc.result.setdefault("this_vm", dict(facts or {}, name=name) if (facts or name) else {})
+        raise
+
+
+def _read_events(params, edges, client, facts, name, previous, previous_incarnation, previous_events, state,
+                 state_status):
     result = dict(changed=False)
     if params["wait_for_change"]:
         since = params["since_incarnation"]

@@ -380,3 +380,10 @@ def test_an_event_whose_only_unseen_host_is_its_own_goes_ahead_but_another_unsee
     assert p["approvals"] == {}  # vm0 was not read: never approved without it
     other = plan({"vm1": result("vm1", 1, [event("E2", ["vm1"])])}, vm0={"result": None})
     assert other["hosts"]["vm1"]["prepare"] == []
+
+
+def test_a_failed_read_that_named_its_vm_holds_that_vm_s_fault_domain() -> None:
+    failed = dict(failed_read(), this_vm={"name": "vm0", "fault_domain": 0, "zone": "", "vm_scale_set_name": ""})
+    p = plan({"vm1": result("vm1", 1, [event("E2", ["vm1"])])}, vm0={"result": failed, "availability_set": "as1"})
+    assert p["hosts"]["vm0"]["fault_domain"] == "availability set as1 / fault domain 0"
+    assert ids(p["hosts"]["vm1"]["deferred"]) == [IDS["E2"]]
