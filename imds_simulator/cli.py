@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import signal
 import sys
 import threading
@@ -10,8 +9,8 @@ from datetime import datetime, timezone
 from typing import Dict, List, Optional, Sequence
 
 from . import scenario as sc
-from .engine import Engine, EngineOptions
-from .fleet import Fleet, FleetError, FleetSpec, build_fleet, load_fleet_spec
+from .engine import ID_CASES, Engine, EngineOptions
+from .fleet import Fleet, FleetError, build_fleet, load_fleet_spec, spec_from_fields
 from .offline import APPROVAL_POLICIES, GenerateOptions, generate, open_output
 from .server import BindError, ServerOptions, Simulator, make_server
 from .wire import SCHEDULED_EVENTS_API_VERSIONS
@@ -87,6 +86,12 @@ def _fleet_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fault-domains", type=int)
     parser.add_argument("--update-domains", type=int)
     parser.add_argument("--zone")
+    parser.add_argument("--sets", type=int, help="number of sets of --vms VMs each (<name>-a, <name>-b, ...)")
+    parser.add_argument("--set-names", type=_names, metavar="A,B,...", help="explicit set names (implies --sets)")
+    parser.add_argument("--zones", type=_names, metavar="1,2,3",
+                        help="zonal scale set: VMs spread over these zones, all in fault domain 0")
+    parser.add_argument("--event-id-case", choices=ID_CASES,
+                        help="case of served EventIds for events whose scenario or spec does not say (default upper)")
     parser.add_argument("--seed", type=int, default=0, help="seed for every random choice")
 
 
@@ -98,6 +103,13 @@ def _positive(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be positive")
     return value
+
+
+def _names(text: str) -> List[str]:
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a comma-separated list of names")
+    return names
 
 
 def _params(pairs: List[str]) -> Dict[str, float]:
@@ -118,17 +130,18 @@ def fleet_for(args: argparse.Namespace, scenario: sc.Scenario) -> Fleet:
     if args.fleet:
         return build_fleet(load_fleet_spec(args.fleet))
     fields = dict(scenario.fleet)
-    if "names" in fields and "vms" not in fields:
-        fields["vms"] = len(fields["names"])
     overrides = {"kind": args.kind, "name": args.name, "vms": args.vms, "fault_domains": args.fault_domains,
-                 "update_domains": args.update_domains, "zone": args.zone}
+                 "update_domains": args.update_domains, "zone": args.zone, "sets": args.sets,
+                 "set_names": args.set_names, "zones": args.zones}
+    named = "names" in fields
     for key, value in overrides.items():
         if value is not None:
             fields[key] = value
-    if args.vms is not None and "names" in fields and len(fields["names"]) != args.vms:
+    sets = len(args.set_names) if args.set_names else (args.sets or 1)
+    if named and args.vms is not None and len(fields["names"]) != args.vms * sets:
         raise UsageError(f"scenario {scenario.name} names its VMs, so --vms cannot change their number.")
     try:
-        return build_fleet(dataclasses.replace(FleetSpec(), **fields))
+        return build_fleet(spec_from_fields(fields, where=f"scenario {scenario.name}'s fleet"))
     except TypeError as exc:
         raise UsageError(f"scenario {scenario.name} has an invalid fleet ({exc}).") from None
 
@@ -142,7 +155,8 @@ def _engine(args: argparse.Namespace, start: datetime, time_scale: float, option
 
 
 def _serve(args: argparse.Namespace) -> int:
-    options = EngineOptions(enabling_s=args.enabling_window, simulate_impact=not args.no_impact)
+    options = EngineOptions(enabling_s=args.enabling_window, simulate_impact=not args.no_impact,
+                            event_id_case=args.event_id_case or "upper")
     engine = _engine(args, datetime.now(timezone.utc), args.time_scale, options)
     sim = Simulator(engine, ServerOptions(host=args.host, port=args.port, allow_non_loopback=args.allow_non_loopback,
                                           rate_limit=args.rate_limit, first_call_delay_s=args.first_call_delay,
@@ -169,7 +183,7 @@ def _generate(args: argparse.Namespace) -> int:
         start = datetime.fromisoformat(args.start.replace("Z", "+00:00")).astimezone(timezone.utc)
     except ValueError:
         raise UsageError(f"--start {args.start!r} is not an ISO 8601 time.") from None
-    engine = _engine(args, start, 1.0, EngineOptions(record_served=False))
+    engine = _engine(args, start, 1.0, EngineOptions(record_served=False, event_id_case=args.event_id_case or "upper"))
     options = GenerateOptions(days=args.days, poll_interval_s=args.poll_interval,
                               api_version=args.api_version, approve=args.approve)
     with open_output(args.out) as out:

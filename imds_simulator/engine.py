@@ -6,13 +6,17 @@ Scenario durations are divided by `time_scale` when an event is created, so
 timestamps stay on whatever clock drives the engine.
 
 Rules enforced here (see SPEC-scheduled-events.md):
-- every VM of the set sees every event (unless the event or fleet scope says
-  otherwise); `DocumentIncarnation` grows per VM whenever its events change;
+- every VM of a set sees every event of that set and none of another set's
+  (unless the event or fleet scope narrows it further); `DocumentIncarnation`
+  grows per VM whenever its events change;
 - `Scheduled` -> `Started` when approved (by one VM of the set, or by every VM
   of `Resources` for `approval: all`) or when `NotBefore` is reached; the
-  EventId is kept; `NotBefore` is `""` once Started; removal ends an event;
-- routine platform maintenance never has two fault domains `Started` at once:
-  an event that would break that waits (NotBefore is a lower bound only);
+  EventId is kept, character for character, and an approval must send it back
+  exactly as served (case included); `NotBefore` is `""` once Started; removal
+  ends an event;
+- routine platform maintenance never has two fault domains of one set
+  `Started` at once (in a zonal fleet: never two zones, fleet-wide): an event
+  that would break that waits (NotBefore is a lower bound only);
 - 24 h (scaled) without a request disables the service; the next request
   re-enables it and, by default, restarts the incarnation.
 """
@@ -21,13 +25,21 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from . import scenario as sc
 from .fleet import VM, Fleet
 from .wire import iso_utc, new_event_id, render_document, rfc1123
+
+# A serialisation key: (group, domain). Routine maintenance never has two
+# domains of one group Started at once. Group = the VM's set and domain = its
+# fault domain; in a zonal fleet group = ZONAL (the whole fleet) and domain =
+# the zone, because zonal VMs all report fault domain 0.
+DomainKey = Tuple[str, Any]
+ZONAL = "*zones*"
+ID_CASES = sc.ID_CASES
 
 
 class ApprovalError(ValueError):
@@ -41,6 +53,7 @@ class EngineOptions:
     enabling_s: float = 0.0            # scenario seconds of 200-with-empty-body after enabling
     simulate_impact: bool = True       # rebooting VMs do not answer, frozen ones answer late
     record_served: bool = True         # keep every served document for the timeline
+    event_id_case: str = "upper"       # EventId case when neither the event nor its scenario says
 
 
 @dataclass
@@ -73,6 +86,9 @@ class SimEvent:
     approval_satisfied_at: Optional[datetime] = None
     held: bool = False
     group: Optional["Group"] = None
+    set_name: str = ""                   # the set whose VMs see it (all of them unless visible_to)
+    zones: FrozenSet[str] = frozenset()
+    domains: FrozenSet[DomainKey] = frozenset()  # serialisation keys of its VMs
 
     def wire(self) -> Dict[str, Any]:
         """The event in the newest api-version's shape."""
@@ -117,6 +133,7 @@ class SimEvent:
             "event_id": self.event_id, "key": self.key, "event_type": self.event_type,
             "event_source": self.source, "resources": list(self.resources),
             "fault_domains": sorted(self.fault_domains), "routine": self.routine,
+            "set": self.set_name, "zones": sorted(self.zones),
             "status": self.status, "outcome": self.outcome, "start_reason": self.start_reason,
             "appeared_at": when(self.appeared_at), "not_before": when(self.not_before),
             "started_at": when(self.started_at), "removed_at": when(self.removed_at),
@@ -165,6 +182,8 @@ class Engine:
                  time_scale: float = 1.0, seed: int = 0, options: Optional[EngineOptions] = None):
         if time_scale <= 0:
             raise ValueError("time scale must be positive.")
+        if (options or EngineOptions()).event_id_case not in ID_CASES:
+            raise ValueError(f"event id case must be one of {', '.join(ID_CASES)}.")
         self.fleet = fleet
         self.time_scale = time_scale
         self.options = options or EngineOptions()
@@ -201,7 +220,7 @@ class Engine:
         self.scenario_names.append(scenario.name)
         if scenario.recorded_start is not None:
             self._replay_origin = (scenario.recorded_start, at)
-        for spec in scenario.specs:
+        for spec in _with_id_case(scenario):
             if spec.after is not None:
                 self._dependents.setdefault(spec.after.key, []).append(spec)
             elif spec.per_day is not None:
@@ -223,6 +242,18 @@ class Engine:
             if bad:
                 raise sc.ScenarioError(f"event {spec.key!r} names VM index {bad[0]!r}, but the fleet has "
                                        f"{len(self.fleet.vms)} VMs.")
+            self._check_set_and_zone(spec)
+
+    def _check_set_and_zone(self, spec: sc.EventSpec) -> None:
+        wanted_set = spec.resources.get("set")
+        if wanted_set not in (None, "random") and wanted_set not in self.fleet.sets:
+            raise sc.ScenarioError(f"event {spec.key!r} names set {wanted_set!r}, which is not a set of this "
+                                   f"fleet ({', '.join(self.fleet.sets)}).")
+        zones = sorted({v.zone for v in self.fleet.vms if v.zone})
+        wanted_zone = spec.resources.get("zone")
+        if wanted_zone not in (None, "random") and wanted_zone not in zones:
+            raise sc.ScenarioError(f"event {spec.key!r} names zone {wanted_zone!r}, but this fleet's VMs are "
+                                   f"in {', '.join(zones) or 'no zone'}.")
 
     def _arrival_gap(self, spec: sc.EventSpec) -> timedelta:
         mean_s = 86400.0 / spec.per_day  # type: ignore
@@ -285,10 +316,23 @@ class Engine:
         selection = self._select(spec.resources)
         if not selection:
             return  # every VM it could hit is gone (deleted): nothing to announce
+        # Each set is its own Scheduled Events scope: its share of the selection
+        # is a separate event (or walk). A one-set fleet makes exactly one group.
+        for members in _by_set(selection):
+            self._instantiate_in_set(spec, members, at)
+
+    def _domain_attr(self) -> str:
+        """The VM attribute maintenance walks: the zone in a zonal fleet (all FD 0), else the fault domain."""
+        return "zone" if self.fleet.zonal else "fault_domain"
+
+    def _instantiate_in_set(self, spec: sc.EventSpec, selection: List[VM], at: datetime) -> None:
         walk = spec.for_each
-        if walk is None and spec.routine and len({v.fault_domain for v in selection}) > 1:
-            walk = "fault_domain"  # routine maintenance never spans fault domains: walk them
-        domains: List[int] = []
+        domain_attr = self._domain_attr()
+        if walk == "fault_domain":
+            walk = domain_attr  # in a zonal fleet "one fault domain at a time" means one zone at a time
+        if walk is None and spec.routine and len({getattr(v, domain_attr) for v in selection}) > 1:
+            walk = domain_attr  # routine maintenance never spans fault domains (zones): walk them
+        domains: List[Any] = []
         if walk is not None:
             domains = sorted({getattr(v, walk) for v in selection})
             if spec.order == "random":
@@ -322,14 +366,20 @@ class Engine:
         else:
             impact_s = float(spec.duration_s) if spec.duration_s > 0 else 7.0
         started_for = self.span(sc.sample(spec.started_for_s, self.rng))
+        # Drawn after the durations, as always: a seed gives the same run whatever the case.
+        event_id = spec.event_id or new_event_id(self.rng)
+        if (spec.event_id_case or self.options.event_id_case) == "lower":
+            event_id = event_id.lower()  # served, kept and matched exactly like this
         ev = SimEvent(
-            event_id=spec.event_id or new_event_id(self.rng),
+            event_id=event_id,
             key=spec.key, event_type=spec.event_type, source=spec.source,
             description=spec.description, duration_s=spec.duration_s, resources=names,
             fault_domains=frozenset(v.fault_domain for v in members), routine=spec.routine,
             visible_to=None if scope_all else frozenset(n.lower() for n in names),
             appeared_at=at, not_before=None, started_for=started_for,
             impact=min(self.span(impact_s), started_for), approval_rule=spec.approval,
+            set_name=members[0].set_name, zones=frozenset(v.zone for v in members if v.zone),
+            domains=frozenset(self._domain_key(v) for v in members),
         )
         if spec.notice_s is None:  # hardware failure: no Scheduled phase
             ev.status, ev.started_at, ev.start_reason = "Started", at, "no_notice"
@@ -357,15 +407,15 @@ class Engine:
         _, origin = self._replay_origin  # type: ignore[misc]
         return origin + self.span(seconds)
 
+    def _domain_key(self, vm: VM) -> DomainKey:
+        return (ZONAL, vm.zone) if self.fleet.zonal else (vm.set_name, vm.fault_domain)
+
     def _select(self, selector: Dict[str, Any]) -> List[VM]:
         vms = [s.vm for s in self.vms.values() if s.deleted_at is None]
-        for key in ("fault_domain", "update_domain"):
-            wanted = selector.get(key)
-            if wanted == "random":
-                present = sorted({getattr(v, key) for v in vms})
-                wanted = self.rng.choice(present) if present else None
-            if wanted is not None:
-                vms = [v for v in vms if getattr(v, key) == wanted]
+        # set and zone first; they draw from the seed only when "random" (old seeds keep their runs)
+        for key, attr in (("set", "set_name"), ("zone", "zone"), ("fault_domain", "fault_domain"),
+                          ("update_domain", "update_domain")):
+            vms = self._filter(vms, attr, selector.get(key))
         if "vms" in selector:
             indexes = set(selector["vms"])
             vms = [v for i, v in enumerate(self.fleet.vms) if i in indexes and v in vms]
@@ -376,6 +426,14 @@ class Engine:
             picked = set(self.rng.sample(range(len(vms)), int(selector["count"])))
             vms = [v for i, v in enumerate(vms) if i in picked]
         return vms
+
+    def _filter(self, vms: List[VM], attr: str, wanted: Any) -> List[VM]:
+        if wanted == "random":
+            present = sorted({getattr(v, attr) for v in vms})
+            wanted = self.rng.choice(present) if present else None
+        if wanted is None:
+            return vms
+        return [v for v in vms if getattr(v, attr) == wanted]
 
     # ------------------------------------------------------------------ transitions
 
@@ -389,11 +447,11 @@ class Engine:
         self._on_started(ev)
 
     def _fault_domain_busy(self, ev: SimEvent) -> bool:
-        busy: Set[int] = set(ev.fault_domains)
+        busy: Set[DomainKey] = set(ev.domains)
         for other in self.active:
             if other is not ev and other.routine and other.status == "Started":
-                busy |= other.fault_domains
-        return len(busy) > 1
+                busy |= other.domains
+        return any(len(domains) > 1 for domains in _by_group(busy).values())
 
     def _on_started(self, ev: SimEvent) -> None:
         group = ev.group
@@ -430,8 +488,9 @@ class Engine:
     # ------------------------------------------------------------------ documents
 
     def _visible(self, state: VMState) -> List[SimEvent]:
-        name = state.vm.name.lower()
-        return [ev for ev in self.active if ev.visible_to is None or name in ev.visible_to]
+        name, own_set = state.vm.name.lower(), state.vm.set_name
+        return [ev for ev in self.active if ev.set_name == own_set
+                and (ev.visible_to is None or name in ev.visible_to)]
 
     def _refresh(self, at: datetime) -> None:
         """Give every VM whose events changed a new incarnation."""
@@ -514,8 +573,10 @@ class Engine:
         try:
             ids = parse_start_requests(body)
             entry["event_ids"] = ids
-            unknown = [i for i in ids if i.upper() not in state.known_ids]
+            # Exact match: a client must send back the id as served, not a re-cased copy.
+            unknown = [i for i in ids if i not in state.known_ids]
             if unknown:
+                _note_wrong_case(entry, unknown, state.known_ids)
                 raise ApprovalError(f"Bad request. EventId {unknown[0]} is not a scheduled event of this VM")
         except ApprovalError as exc:
             entry["error"] = str(exc)
@@ -550,8 +611,7 @@ class Engine:
         return "approved" if ev.approval_satisfied() else "waiting_for_other_vms"
 
     def _event_by_id(self, event_id: str) -> SimEvent:
-        wanted = event_id.upper()
-        return next(ev for ev in reversed(self.events) if ev.event_id == wanted)
+        return next(ev for ev in reversed(self.events) if ev.event_id == event_id)
 
     # ------------------------------------------------------------------ ground truth
 
@@ -576,6 +636,36 @@ def parse_start_requests(body: Any) -> List[str]:
     return ids
 
 
+def _with_id_case(scenario: sc.Scenario) -> List[sc.EventSpec]:
+    """The scenario's specs, each carrying the scenario's EventId case unless it sets its own."""
+    if scenario.event_id_case is None:
+        return list(scenario.specs)
+    return [s if s.event_id_case else replace(s, event_id_case=scenario.event_id_case) for s in scenario.specs]
+
+
+def _by_set(vms: List[VM]) -> List[List[VM]]:
+    """`vms` split by set, in order of first appearance (one list for a one-set fleet)."""
+    groups: Dict[str, List[VM]] = {}
+    for vm in vms:
+        groups.setdefault(vm.set_name, []).append(vm)
+    return list(groups.values())
+
+
+def _by_group(keys: Set[DomainKey]) -> Dict[str, Set[Any]]:
+    grouped: Dict[str, Set[Any]] = {}
+    for group, domain in keys:
+        grouped.setdefault(group, set()).add(domain)
+    return grouped
+
+
+def _note_wrong_case(entry: Dict[str, Any], unknown: List[str], known: Set[str]) -> None:
+    """Log ids that were served in another case: the answer is the same 400, the log says why."""
+    folded = {k.casefold() for k in known}
+    wrong = [i for i in unknown if i.casefold() in folded]
+    if wrong:
+        entry["wrong_case"] = wrong
+
+
 def _ceil_second(moment: datetime) -> datetime:
     if moment.microsecond == 0:
         return moment
@@ -589,4 +679,17 @@ def fault_domains_in_maintenance(events: Sequence[SimEvent], at: datetime) -> Se
         if ev.routine and ev.started_at and ev.started_at <= at and (ev.removed_at is None or at < ev.removed_at):
             busy |= ev.fault_domains
     return busy
+
+
+def maintenance_domains(events: Sequence[SimEvent], at: datetime) -> Dict[str, Set[Any]]:
+    """Per serialisation group (a set, or ZONAL), the domains with a routine event Started at `at`.
+
+    The invariant is that every value has at most one member. Unlike
+    fault_domains_in_maintenance, FD 0 of set A and FD 0 of set B stay apart.
+    """
+    busy: Set[DomainKey] = set()
+    for ev in events:
+        if ev.routine and ev.started_at and ev.started_at <= at and (ev.removed_at is None or at < ev.removed_at):
+            busy |= ev.domains
+    return _by_group(busy)
 

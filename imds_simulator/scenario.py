@@ -26,10 +26,11 @@ Number = Union[int, float]
 # A duration is a number or a [low, high] range sampled uniformly (seeded).
 Span = Tuple[float, float]
 
-FOR_EACH = (None, "fault_domain", "update_domain")
+FOR_EACH = (None, "fault_domain", "update_domain", "zone")
 APPROVAL_RULES = ("any", "all")
 VISIBILITY = ("set", "resources")
-SELECTOR_KEYS = ("fault_domain", "update_domain", "count", "vms", "names")
+SELECTOR_KEYS = ("fault_domain", "update_domain", "set", "zone", "count", "vms", "names")
+ID_CASES = ("upper", "lower")  # how EventIds are served: Azure's documents show both
 ROUTINE_TYPES = ("Freeze", "Reboot", "Redeploy")
 
 
@@ -69,6 +70,8 @@ class EventSpec:
     not_before_literal: Optional[str] = None
     fixed_start_s: Optional[float] = None
     fixed_removed_s: Optional[float] = None
+    # None: the scenario's event_id_case, else the engine's default (upper).
+    event_id_case: Optional[str] = None
 
     @property
     def routine(self) -> bool:
@@ -92,6 +95,7 @@ class Scenario:
     fleet: Dict[str, Any] = field(default_factory=dict)
     parameters: Dict[str, Parameter] = field(default_factory=dict)
     recorded_start: Optional[datetime] = None  # replay: wall time of scenario second 0
+    event_id_case: Optional[str] = None  # for specs that do not set their own; None: the engine's default
 
 
 def sample(span: Span, rng: random.Random) -> float:
@@ -120,7 +124,7 @@ def load(name_or_path: str, params: Optional[Dict[str, float]] = None) -> Scenar
 def parse(data: Any, params: Dict[str, float], source: str = "scenario") -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError(f"{source} must hold a JSON object.")
-    _only(data, ("name", "summary", "fleet", "parameters", "events", "replay"), source)
+    _only(data, ("name", "summary", "fleet", "parameters", "events", "replay", "event_id_case"), source)
     name = _text(data, "name", source, required=True)
     parameters = {k: _parameter(k, v, source) for k, v in _dict(data, "parameters", source).items()}
     values = _resolve_params(parameters, params, source)
@@ -135,7 +139,8 @@ def parse(data: Any, params: Dict[str, float], source: str = "scenario") -> Scen
     _check_references(specs, source)
     return Scenario(name=name, summary=_text(data, "summary", source, required=True), specs=specs,
                     fleet=_dict(data, "fleet", source), parameters=parameters,
-                    recorded_start=recorded_start)
+                    recorded_start=recorded_start,
+                    event_id_case=_choice(data, "event_id_case", (None,) + ID_CASES, source, default=None))
 
 
 def from_event(data: Any, key: str = "injected") -> Scenario:
@@ -177,7 +182,7 @@ def _spec(raw: Any, params: Dict[str, float], where: str) -> EventSpec:
         raise ScenarioError(f"{where} must be a JSON object.")
     allowed = ("key", "type", "source", "description", "duration_s", "impact_s", "notice_s",
                "started_for_s", "resources", "for_each", "order", "gap_s", "at_s", "after",
-               "per_day", "cancel_after_s", "approval", "visible")
+               "per_day", "cancel_after_s", "approval", "visible", "event_id_case")
     _only(raw, allowed, where)
     raw = {k: _substitute(v, params, where) for k, v in raw.items()}
     key = _text(raw, "key", where, required=True)
@@ -202,6 +207,7 @@ def _spec(raw: Any, params: Dict[str, float], where: str) -> EventSpec:
         cancel_after_s=_span(raw, "cancel_after_s", where, default=None, nullable=True),
         approval=_choice(raw, "approval", APPROVAL_RULES, where, default="any"),
         visible=_choice(raw, "visible", VISIBILITY, where, default="set"),
+        event_id_case=_choice(raw, "event_id_case", (None,) + ID_CASES, where, default=None),
     )
     triggers = [t for t in ("at_s", "after", "per_day") if raw.get(t) is not None]
     if len(triggers) > 1:
@@ -240,6 +246,9 @@ def _selector(raw: Any, where: str) -> Any:
         value = raw.get(key)
         if value is not None and value != "random" and not _is_int(value):
             raise ScenarioError(f"{where} resources.{key} must be a number or \"random\".")
+    for key in ("set", "zone"):
+        if key in raw and not (isinstance(raw[key], str) and raw[key]):
+            raise ScenarioError(f"{where} resources.{key} must be a {key} name or \"random\".")
     if "count" in raw and (not _is_int(raw["count"]) or raw["count"] < 1):
         raise ScenarioError(f"{where} resources.count must be a positive whole number.")
     for key in ("vms", "names"):

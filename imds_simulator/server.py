@@ -25,6 +25,7 @@ from . import wire
 from .clock import WallClock
 from .engine import ApprovalError, Engine
 from .faults import Fault, FaultBook, FaultError, parse_fault
+from .fleet import VM
 
 MAX_POST_BYTES = 64 * 1024
 CONTROL = "/_simulator/"
@@ -354,11 +355,11 @@ class Handler(BaseHTTPRequestHandler):
         engine = self.sim.engine
         with self.sim.lock:
             now = self.sim.clock.now()
-            vms = [{"name": v.name, "fault_domain": v.fault_domain, "update_domain": v.update_domain,
-                    "zone": v.zone, "resource_id": v.resource_id, "imds_url": self.sim.vm_url(v.name),
-                    "state": engine.condition(v.name, now)[0]} for v in engine.fleet.vms]
+            vms = [_fleet_entry(v, self.sim.vm_url(v.name), engine.condition(v.name, now)[0])
+                   for v in engine.fleet.vms]
         self._send(200, {"kind": engine.fleet.kind, "name": engine.fleet.name, "scope": engine.fleet.scope,
-                         "fault_domains": engine.fleet.fault_domains, "scenario": self.sim.scenario_name,
+                         "fault_domains": engine.fleet.fault_domains, "sets": list(engine.fleet.sets),
+                         "zones": list(engine.fleet.zones), "scenario": self.sim.scenario_name,
                          "time_scale": engine.time_scale, "base_url": self.sim.base_url, "vms": vms})
 
     def _c_clock(self, _query: Dict[str, List[str]]) -> None:
@@ -429,6 +430,15 @@ class Handler(BaseHTTPRequestHandler):
             self.sim.redirects_followed.append({"at": wire.iso_utc(self.sim.clock.now()), "method": self.command,
                                                 "headers": dict(self.headers.items())})
         self._error(400, "Bad request. IMDS clients must not follow redirects")
+
+
+def _fleet_entry(vm: VM, imds_url: str, state: str) -> Dict[str, Any]:
+    """One VM of `/_simulator/fleet`. `availability_set` is not in compute metadata
+    (IMDS has no such field), so inventories take it from here."""
+    return {"name": vm.name, "fault_domain": vm.fault_domain, "update_domain": vm.update_domain,
+            "zone": vm.zone, "resource_id": vm.resource_id, "availability_set": vm.availability_set,
+            "vm_scale_set_name": vm.vm_scale_set_name, "set": vm.set_name, "imds_url": imds_url,
+            "state": state}
 
 
 def _scenario_from_request(body: Any) -> sc.Scenario:

@@ -585,10 +585,17 @@ def test_approving_a_started_event_again_is_200(start_simulator: Callable[..., L
     assert results == [{event["EventId"]: "started"}, {event["EventId"]: "already_started"}]
 
 
-def test_approval_id_is_case_insensitive(start_simulator: Callable[..., LiveSimulator]) -> None:
+def test_approval_id_must_match_the_served_case(start_simulator: Callable[..., LiveSimulator]) -> None:
+    # Stricter than Azure: a client must send back the id exactly as served, never a re-cased copy.
     sim, event = _scheduled_maintenance(start_simulator, "--no-impact")
-    assert sim.approve(event["Resources"][0], event["EventId"].lower()).status_code == 200
+    body = _assert_imds_error(sim.approve(event["Resources"][0], event["EventId"].lower()), 400)
+    assert body["error"] == f"Bad request. EventId {event['EventId'].lower()} is not a scheduled event of this VM"
+    assert _first_event(sim.document("avset-web-vm1"))["EventStatus"] == "Scheduled"
+    assert sim.approve(event["Resources"][0], event["EventId"]).status_code == 200
     assert _first_event(sim.document("avset-web-vm1"))["EventStatus"] == "Started"
+    rejected, accepted = sim.control_get("approvals")["approvals"]
+    assert (rejected["accepted"], rejected["wrong_case"]) == (False, [event["EventId"].lower()])
+    assert accepted["accepted"] is True and "wrong_case" not in accepted
 
 
 MALFORMED_APPROVALS = {
@@ -720,6 +727,43 @@ def test_fleet_lists_every_vm_with_a_working_imds_url(shared: LiveSimulator) -> 
                                 headers=HEADERS, timeout=HTTP_TIMEOUT)
         assert response.status_code == 200 and "DocumentIncarnation" in response.json()
         assert vm["fault_domain"] == int(shared.compute(vm["name"])["platformFaultDomain"])
+
+
+COMPUTE_FIELDS = {"location", "name", "osType", "platformFaultDomain", "platformUpdateDomain", "resourceId",
+                  "vmScaleSetName", "zone"}
+
+
+def test_fleet_of_two_availability_sets_names_each_vms_set(start_simulator: Callable[..., LiveSimulator]) -> None:
+    sim = start_simulator("--scenario", "platform-maintenance", "--time-scale", "60", "--sets", "2", "--vms", "3")
+    fleet = sim.control_get("fleet")
+    assert fleet["sets"] == ["avset-web-a", "avset-web-b"] and fleet["zones"] == []
+    listed = {vm["name"]: vm for vm in fleet["vms"]}
+    assert sorted(listed) == [f"avset-web-{s}-vm{i}" for s in "ab" for i in range(3)]
+    for name, vm in listed.items():
+        assert vm["availability_set"] == vm["set"] == name.rsplit("-vm", 1)[0] and vm["vm_scale_set_name"] == ""
+        compute = sim.compute(name)
+        assert compute["vmScaleSetName"] == "" and set(compute) == COMPUTE_FIELDS  # no availability-set field
+        assert int(compute["platformFaultDomain"]) == vm["fault_domain"]
+    _, event = sim.wait_for_event("avset-web-b-vm0")
+    assert all(name.startswith("avset-web-b-") for name in event["Resources"])
+    truth = sim.truth_for(event["EventId"])
+    assert truth["set"] == "avset-web-b"
+    other = [e["EventId"] for e in sim.document("avset-web-a-vm0")["Events"]]
+    assert event["EventId"] not in other
+    _assert_imds_error(sim.approve("avset-web-a-vm0", event["EventId"]), 400)  # not its set's event
+
+
+def test_served_lowercase_ids_must_be_posted_back_exactly(start_simulator: Callable[..., LiveSimulator]) -> None:
+    sim = start_simulator("--scenario", "platform-maintenance", "--time-scale", "60", "--no-impact",
+                          "--event-id-case", "lower")
+    _, event = sim.wait_for_event("avset-web-vm0")
+    event_id = event["EventId"]
+    assert event_id == event_id.lower() and EVENT_ID.match(event_id.upper())
+    _assert_imds_error(sim.approve("avset-web-vm0", event_id.upper()), 400)
+    assert sim.truth_for(event_id)["status"] == "Scheduled"
+    assert sim.approve("avset-web-vm0", event_id).status_code == 200
+    assert _first_event(sim.document("avset-web-vm1")) == dict(event, EventStatus="Started", NotBefore="")
+    assert [a["accepted"] for a in sim.control_get("approvals")["approvals"]] == [False, True]
 
 
 USER_REBOOT_OF_VM0 = {"key": "x", "type": "Reboot", "source": "User", "notice_s": 900, "resources": {"vms": [0]}}
