@@ -72,6 +72,11 @@ UNSEEN_DOMAIN = "unseen"  # the fault domain of listed VMs that are not hosts of
 UNKNOWN_DOMAIN = "unknown"  # the fault domain of a host never read: blocks every new fault domain
 
 
+# Why an event that lists a host the plan cannot see waits (one phrase per host).
+UNSEEN_REASONS = {HELD: "another maintenance run holds %s", UNREAD: "%s could not be read",
+                  BLIND: "%s has no Scheduled Events document yet", AMBIGUOUS: "%s shares its VM name with another host"}
+
+
 class PolicyError(ValueError):
     """A policy or input the cycle cannot work with; one sentence."""
 
@@ -192,8 +197,8 @@ def plan_cycle(hosts, policy=None, now=None):
     for host, view in views.items():
         plan[host]["recover"] = _recovers(view) if view["status"] == FRESH else []
         affected = any(host in a["hosts"] for a in approvals.values())
-        plan[host]["renew"] = bool(plan[host]["prepare"] or plan[host]["recover"] or affected)
         plan[host]["save_first"] = bool(plan[host]["prepare"]) or _news(view)
+        plan[host]["renew"] = bool(plan[host]["save_first"] or plan[host]["recover"] or affected)
     return {"hosts": plan, "approvals": approvals, "admissions": dict((e["event_id"], admitted[e["event_id"].upper()])
                                                                       for e, _hosts in events),
             "fault_domains_in_maintenance": sorted(busy), "notes": _notes(views, plan)}
@@ -363,7 +368,7 @@ def _approval_refusal(event, hosts, views, plan, by_vm, admitted, policy):
         return "policy leaves %s events to NotBefore" % event["event_type"]
     unseen = [h for h in hosts if views[h]["status"] != FRESH]
     if unseen:
-        return "cannot see %s" % ", ".join("%s (%s)" % (h, views[h]["status"]) for h in unseen)
+        return "; ".join(UNSEEN_REASONS[views[h]["status"]] % h for h in unseen)
     outside = [r for r in event["resources"] if resource_name(r) not in by_vm]
     if outside and not policy["approve_outside_play"]:
         return "lists VMs outside this play (%s)" % ", ".join(outside)

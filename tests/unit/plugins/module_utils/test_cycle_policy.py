@@ -185,7 +185,7 @@ def test_a_host_another_run_holds_is_left_alone_and_holds_its_fault_domain() -> 
     user = event("U1", ["vm0", "vm1"], source="User")
     p = plan({"vm0": held(result("vm0", 0, [user, event("E0", ["vm0"])])), "vm1": result("vm1", 1, [user])})
     assert p["hosts"]["vm0"]["prepare"] == [] and p["approvals"] == {}
-    assert p["hosts"]["vm1"]["waiting"][0]["reason"] == "cannot see vm0 (held)"
+    assert p["hosts"]["vm1"]["waiting"][0]["reason"] == "another maintenance run holds vm0"
     assert "availability set as1 / fault domain 0" in p["fault_domains_in_maintenance"]
 
 
@@ -235,7 +235,7 @@ def test_regression_a_host_never_read_blocks_every_new_fault_domain() -> None:
 def test_regression_an_event_listing_a_host_that_was_not_read_is_not_approved() -> None:
     user = event("U1", ["vm0", "vm1"], source="User")
     p = plan({"vm1": result("vm1", 1, [user])}, vm0={"result": {"unreachable": True}})
-    assert p["approvals"] == {} and p["hosts"]["vm1"]["waiting"][0]["reason"] == "cannot see vm0 (unread)"
+    assert p["approvals"] == {} and p["hosts"]["vm1"]["waiting"][0]["reason"] == "vm0 could not be read"
 
 
 @pytest.mark.parametrize("first, second", [
@@ -313,7 +313,7 @@ def test_regression_at_once_approvals_wait_for_a_blind_host() -> None:
     freeze = event("E1", ["vm0", "vm1"], event_type="Freeze", duration=5)
     p = plan({"vm0": result("vm0", 0, None), "vm1": result("vm1", 0, [user, freeze])})
     assert p["approvals"] == {}
-    assert {w["reason"] for w in p["hosts"]["vm1"]["waiting"]} == {"cannot see vm0 (blind)"}
+    assert {w["reason"] for w in p["hosts"]["vm1"]["waiting"]} == {"vm0 has no Scheduled Events document yet"}
 
 
 def test_regression_ids_stay_as_served() -> None:
