@@ -284,10 +284,15 @@ def _plan_prepares(events, views, plan, busy, doubtful, policy, now):
         verdict = _admission(needed, busy, set(busy) - doubtful, limit, _seconds_left(event, now),
                              policy["prepare_anyway_seconds"])
         admitted[event["event_id"].upper()] = verdict
-        if verdict == "admitted":  # a late one brings nothing in for others: it is left to NotBefore
-            for domain in needed:
+        for domain in needed:
+            if verdict == "admitted":
                 busy.setdefault(domain, "event %s" % event["event_id"])
                 doubtful.discard(domain)
+            elif verdict == "late" and domain not in busy:
+                # Soon in maintenance (Azure starts it at NotBefore): it blocks other domains, but lets no other
+                # event join it early, since it is left to NotBefore.
+                busy[domain] = "event %s at NotBefore" % event["event_id"]
+                doubtful.add(domain)
         for host in hosts:
             if not _needs_prepare(views[host], event, policy):
                 continue

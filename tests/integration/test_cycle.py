@@ -210,12 +210,15 @@ def test_regression_a_host_that_fails_after_prepare_still_gets_its_recover(bench
     failed = bench.run()
     assert failed.returncode != 0 and failed.failed_hosts() == [leader], failed.stdout[-3000:]
     assert "may or may not have reached IMDS" in failed.stdout
-    assert [(e["event_id"], e["prepare"]) for e in bench.state(leader)["events"]] == [(event["event_id"], "done")]
+    saved = bench.state(leader)
+    assert [(e["event_id"], e["prepare"]) for e in saved["events"]] == [(event["event_id"], "done")]
+    assert saved["approved"] == [event["event_id"]], "a POST that may have reached IMDS is never sent again"
     wait_until(lambda: bench.fleet.truth()[0]["outcome"] == "completed", 150, "Azure to run the event at NotBefore")
     bench.fleet.sim.faults.clear(leader)
     again = bench.run()
     assert again.returncode == 0, again.stdout[-3000:]
     assert leader in by_event(bench.actions("recover"), event["event_id"]), "the leader's recover was lost"
+    assert bench.fleet.approvals() == [] and bench.fleet.truth()[0]["start_reason"] == "not_before"
 
 
 def test_check_mode_approves_nothing_and_writes_no_state(bench: CycleBench) -> None:
