@@ -123,8 +123,8 @@ class FleetRun:
         for vm, planned in confirm_approvals(plan, alive).items():
             if planned and vm in alive:
                 approved_now[vm], ok = self.approve(vm, planned, at)
-                if not ok:  # the rescue counts what may have been sent as approved, then fails the host
-                    self.save(vm, reads[vm], prepared_now[vm], approved_now[vm])
+                self.save(vm, reads[vm], prepared_now[vm], approved_now[vm])  # right after the POST
+                if not ok:  # the rescue counted what may have been sent as approved; the host fails
                     alive.discard(vm)
         for vm in sorted(alive):
             recover = plan["hosts"][vm]["recover"]
@@ -253,7 +253,10 @@ def fault_domain_problems(run: FleetRun, truth: List[Dict[str, Any]]) -> List[st
         for other in run.prepares:  # earlier prepares not recovered since, and other events' in this cycle
             if other.at == action.at and (other.event_id == action.event_id or other.late):
                 continue  # its own event, or one Azure starts at NotBefore whatever the limit says
-            if other.at <= action.at and not any(r.host == other.host and r.event_id == other.event_id
+            if other.at == action.at:
+                busy |= listed[other.event_id]  # admitted in this cycle: all its fault domains go together
+                continue
+            if other.at < action.at and not any(r.host == other.host and r.event_id == other.event_id
                                                 and other.at <= r.at < action.at for r in recovered):
                 busy.add(other.domain)
         for event in truth:

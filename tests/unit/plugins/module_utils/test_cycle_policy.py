@@ -198,7 +198,7 @@ def test_regression_what_was_prepared_is_saved_before_the_post_and_recovered_aft
     # The event ran and is gone before the next good cycle:
     after = plan({"vm0": result("vm0", 0, [], checkpoint)})
     assert ids(after["hosts"]["vm0"]["recover"]) == [IDS["E1"]]
-    loaded, status, _ = load_state(state_text(checkpoint))
+    loaded, status, _message = load_state(state_text(checkpoint))
     assert status == "loaded" and loaded == checkpoint
 
 
@@ -242,8 +242,8 @@ def test_regression_an_event_listing_a_host_that_was_not_read_is_not_approved() 
     ({"zone": "1"}, {"zone": "2"}),  # zonal VMs: all report fault domain 0
     ({"vm_scale_set_name": "web"}, {"vm_scale_set_name": "api"}),  # two scale sets reuse the numbers
 ])
-def test_regression_fault_domains_of_different_zones_or_sets_are_different(first: Dict[str, str],
-                                                                          second: Dict[str, str]) -> None:
+def test_regression_fault_domains_of_different_zones_or_sets_are_different(
+        first: Dict[str, str], second: Dict[str, str]) -> None:
     a, b = event("E1", ["vm0"], minutes=10), event("E2", ["vm1"])
     p = plan_cycle({"vm0": {"result": result("vm0", 0, [a], **first)}, "vm1": {"result": result("vm1", 0, [b], **second)}},
                    None, NOW)
@@ -304,8 +304,8 @@ def test_regression_deferral_does_not_outlast_the_notice() -> None:
 def test_regression_approvals_carry_what_was_planned() -> None:
     reboot = event("E1", ["vm0"])
     p = plan({"vm0": result("vm0", 0, [reboot])})
-    assert p["approvals"][IDS["E1"]]["planned"] == {"event_id": IDS["E1"], "event_type": "Reboot",
-                                                   "resources": ["vm0"]}
+    planned = {"event_id": IDS["E1"], "event_type": "Reboot", "resources": ["vm0"]}
+    assert p["approvals"][IDS["E1"]]["planned"] == planned
 
 
 def test_regression_at_once_approvals_wait_for_a_blind_host() -> None:
@@ -365,7 +365,7 @@ def test_a_version_1_state_keeps_what_was_prepared() -> None:
     reboot = event_record(event("E1", ["vm0"]))
     reboot.pop("prepare")
     v1 = {"version": 1, "document_incarnation": 2, "events": [reboot], "prepared": [IDS["E1"].upper()], "approved": []}
-    state, status, _ = load_state(json.dumps(v1))
+    state, status, _message = load_state(json.dumps(v1))
     assert status == "loaded" and state["events"][0]["prepare"] == "done"
 
 
