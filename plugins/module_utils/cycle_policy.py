@@ -407,11 +407,11 @@ def _short_freeze(event, policy):
 
 
 def _news(view):
-    """Does the document list this host in an event its saved state does not know? Then the state is saved
-    before anything is approved: should the host fail later, the event still gets its recover once gone."""
+    """Does the document list this host in an event its saved state does not know as listing it? Then the state
+    is saved before anything is approved: should the host fail later, the event still gets its recover once gone."""
     if view["status"] != FRESH:
         return False
-    known = set(r["event_id"].upper() for r in view["records"])
+    known = set(r["event_id"].upper() for r in view["records"] if affects(r, view["vm_name"]))
     return any(e["event_id"].upper() not in known and affects(e, view["vm_name"]) for e in view["events"])
 
 

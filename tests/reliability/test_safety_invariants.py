@@ -55,6 +55,7 @@ class Action:
     domain: Tuple[str, str, int]
     late: bool = False
     failed: bool = False  # a prepare that failed half-way: owed a recover, but no approval may rely on it
+    listed: Tuple[Tuple[str, str, int], ...] = ()  # the fault domains the event listed when it was prepared
 
 
 @dataclass
@@ -106,14 +107,16 @@ class FleetRun:
         alive = {vm for vm, r in reads.items() if "events" in r and vm not in quiet}
         late = {i for i, verdict in plan["admissions"].items() if verdict == "late"}
         prepared_now: Dict[str, List[str]] = {vm: [] for vm in alive}
+        listed = {e["event_id"]: tuple({self.domain(r) for r in e["resources"] if self.engine.vm_state(r)})
+                  for h in plan["hosts"].values() for e in h["prepare"]}
         for vm in sorted(alive):
             planned = [e["event_id"] for e in plan["hosts"][vm]["prepare"]]
             if planned and self.rng.random() < self.faults.prepare:
                 alive.discard(vm)  # the rescue remembers every begun prepare, then fails the host
-                self.prepares += [Action(at, vm, i, self.domain(vm), i in late, failed=True) for i in planned]
+                self.prepares += [Action(at, vm, i, self.domain(vm), i in late, True, listed[i]) for i in planned]
                 self.save(vm, reads[vm], prepared_now=planned, failed=True)
                 continue
-            self.prepares += [Action(at, vm, i, self.domain(vm), i in late) for i in planned]
+            self.prepares += [Action(at, vm, i, self.domain(vm), i in late, False, listed[i]) for i in planned]
             prepared_now[vm] = planned
             if plan["hosts"][vm]["save_first"]:
                 self.save(vm, reads[vm], prepared_now=planned)  # the checkpoint before any approval
@@ -245,7 +248,6 @@ def fault_domain_problems(run: FleetRun, truth: List[Dict[str, Any]]) -> List[st
     nothing else is busy, and a prepare made because NotBefore was near (Azure starts it then anyway)."""
     problems = []
     recovered = sorted(run.recovers, key=lambda a: a.at)
-    listed = {e["event_id"]: {run.domain(vm) for vm in e["resources"]} for e in truth}
     for action in run.prepares:
         if action.late:
             continue
@@ -254,7 +256,7 @@ def fault_domain_problems(run: FleetRun, truth: List[Dict[str, Any]]) -> List[st
             if other.at == action.at and (other.event_id == action.event_id or other.late):
                 continue  # its own event, or one Azure starts at NotBefore whatever the limit says
             if other.at == action.at:
-                busy |= listed[other.event_id]  # admitted in this cycle: all its fault domains go together
+                busy |= set(other.listed)  # admitted in this cycle: all its fault domains go together
                 continue
             if other.at < action.at and not any(r.host == other.host and r.event_id == other.event_id
                                                 and other.at <= r.at < action.at for r in recovered):
@@ -265,7 +267,7 @@ def fault_domain_problems(run: FleetRun, truth: List[Dict[str, Any]]) -> List[st
                 busy |= {run.domain(vm) for vm in event["resources"]}
         if action.domain in busy or not busy:
             continue  # already in maintenance, or nothing else is: the event may span its own domains
-        if busy - listed[action.event_id]:
+        if busy - set(action.listed):
             problems.append(f"prepared {action.host} ({action.domain}) for {action.event_id} at {action.at} while "
                             f"{sorted(busy)} were in maintenance")
     return problems

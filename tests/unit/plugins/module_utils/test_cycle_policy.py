@@ -387,3 +387,13 @@ def test_a_failed_read_that_named_its_vm_holds_that_vm_s_fault_domain() -> None:
     p = plan({"vm1": result("vm1", 1, [event("E2", ["vm1"])])}, vm0={"result": failed, "availability_set": "as1"})
     assert p["hosts"]["vm0"]["fault_domain"] == "availability set as1 / fault domain 0"
     assert ids(p["hosts"]["vm1"]["deferred"]) == [IDS["E2"]]
+
+
+def test_an_event_that_now_lists_the_host_is_saved_before_anything_is_approved() -> None:
+    before = event("E1", ["vm1"])
+    widened = dict(before, resources=["vm1", "vm0"])  # vm0 added to Resources since the last save
+    p = plan({"vm0": result("vm0", 0, [widened], saved([before])), "vm1": result("vm1", 0, [widened], saved([before]))})
+    assert p["hosts"]["vm0"]["save_first"] is True and p["hosts"]["vm0"]["renew"] is True
+    known = saved([widened], prepared=["E1"], approved=["E1"])  # nothing new, nothing to prepare
+    quiet = plan({"vm0": result("vm0", 0, [widened], known), "vm1": result("vm1", 0, [widened], known)})
+    assert quiet["hosts"]["vm0"]["save_first"] is False
