@@ -281,17 +281,19 @@ def _plan_prepares(events, views, plan, busy, doubtful, policy, now):
     admitted = {}
     for event, hosts in events:
         needed = set(views[h]["domain"] for h in hosts)
-        verdict = _admission(needed, busy, set(busy) - doubtful, limit, _seconds_left(event, now),
-                             policy["prepare_anyway_seconds"])
+        certain = set(busy) - doubtful
+        verdict = _admission(needed, busy, certain, limit, _seconds_left(event, now), policy["prepare_anyway_seconds"])
         admitted[event["event_id"].upper()] = verdict
+        # Only an event the limit itself admits lets later events join its fault domains. One that spans more
+        # domains than the limit (Azure's choice), or one left to NotBefore, blocks other domains but licenses
+        # nothing: another event joining them would take them down on its own, beyond the limit.
+        licenses = verdict == "admitted" and (needed <= certain or len(set(busy) | needed) <= limit)
         for domain in needed:
-            if verdict == "admitted":
+            if licenses:
                 busy.setdefault(domain, "event %s" % event["event_id"])
                 doubtful.discard(domain)
-            elif verdict == "late" and domain not in busy:
-                # Soon in maintenance (Azure starts it at NotBefore): it blocks other domains, but lets no other
-                # event join it early, since it is left to NotBefore.
-                busy[domain] = "event %s at NotBefore" % event["event_id"]
+            elif verdict != "deferred" and domain not in busy:
+                busy[domain] = "event %s" % event["event_id"]
                 doubtful.add(domain)
         for host in hosts:
             if not _needs_prepare(views[host], event, policy):

@@ -397,3 +397,12 @@ def test_an_event_that_now_lists_the_host_is_saved_before_anything_is_approved()
     known = saved([widened], prepared=["E1"], approved=["E1"])  # nothing new, nothing to prepare
     quiet = plan({"vm0": result("vm0", 0, [widened], known), "vm1": result("vm1", 0, [widened], known)})
     assert quiet["hosts"]["vm0"]["save_first"] is False
+
+
+def test_no_other_event_joins_the_fault_domains_of_an_event_that_spans_beyond_the_limit() -> None:
+    wide = event("E1", ["vm0", "vm1"], minutes=10)  # Azure takes fault domains 0 and 1 together
+    narrow = event("E2", ["vm2"])  # fault domain 1 alone: approved early, it would go down on its own
+    results = {"vm0": result("vm0", 0, [wide, narrow]), "vm1": result("vm1", 1, [wide, narrow]),
+               "vm2": result("vm2", 1, [wide, narrow])}
+    p = plan(results)
+    assert p["admissions"] == {IDS["E1"]: "admitted", IDS["E2"]: "deferred"}
