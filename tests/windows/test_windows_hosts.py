@@ -146,7 +146,7 @@ def test_a_mixed_fleet_cycles_through_prepare_approve_and_recover(mixed: CycleBe
     (approval,) = fleet.approvals()
     assert approval["vm"] == event["resources"][0] and approval["event_ids"] == [event["event_id"]]
     for host in mixed.hosts:  # saved on every VM; the Windows ones at the role's default path
-        assert mixed.state(host)["events"] and mixed.state(host)["version"] == 1
+        assert mixed.state(host)["events"] and mixed.state(host)["version"] == 2
     deadline_removed(fleet, event["event_id"])
     last = mixed.run()
     assert last.returncode == 0, last.stdout[-3000:]
