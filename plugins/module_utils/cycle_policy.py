@@ -143,16 +143,16 @@ def _view(host, result, availability_set, last_vm):
     else:
         status = FRESH
     known = bool(this_vm.get("name") or this_vm.get("fault_domain") is not None)
+    valid = state_problem(state) is None  # a state this code cannot trust plans as no state
     return {
         "host": host,
         "status": status,
         "vm_name": this_vm.get("name") or host,
-        "resource_id": this_vm.get("resource_id") or "",
         "domain": domain_key(this_vm, availability_set) if known else UNKNOWN_DOMAIN,
         "set_known": bool(this_vm.get("vm_scale_set_name") or availability_set or this_vm.get("zone")),
         "events": result["events"] if status == FRESH else [],
-        "records": [r for r in state.get("events", []) if isinstance(r, dict)] if state_problem(state) is None else [],
-        "approved": set(i.upper() for i in state.get("approved", []) if isinstance(i, str)),
+        "records": list(state["events"]) if valid else [],
+        "approved": set(i.upper() for i in state["approved"]) if valid else set(),
         "seen": (result or {}).get("events", []) if status in (FRESH, HELD) else [],
     }
 
