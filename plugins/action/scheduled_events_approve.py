@@ -8,7 +8,6 @@ from __future__ import annotations
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.approve_task import (
     MUTUALLY_EXCLUSIVE,
     REQUIRED_ONE_OF,
-    REQUIRED_TOGETHER,
     argument_spec,
     run_approve,
 )
@@ -20,5 +19,3 @@ class ActionModule(WindowsAwareAction):
     ARGUMENT_SPEC = staticmethod(argument_spec)
     REQUIRED_ONE_OF = REQUIRED_ONE_OF
     MUTUALLY_EXCLUSIVE = MUTUALLY_EXCLUSIVE
-    REQUIRED_TOGETHER = REQUIRED_TOGETHER
-    PATH_OPTIONS = ("lock_path",)

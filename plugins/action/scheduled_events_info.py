@@ -5,19 +5,14 @@
 
 from __future__ import annotations
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.info_task import (
-    REQUIRED_TOGETHER,
-    argument_spec,
-    run_info,
-)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.info_task import argument_spec, run_info
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.windows_host import WindowsAwareAction
 
 
 class ActionModule(WindowsAwareAction):
     RUN = staticmethod(run_info)
     ARGUMENT_SPEC = staticmethod(argument_spec)
-    REQUIRED_TOGETHER = REQUIRED_TOGETHER
-    PATH_OPTIONS = ("state_path", "lock_path")
+    PATH_OPTIONS = ("state_path",)
 
     def labelled(self, result, transport):
         result["transport"] = transport  # the role picks how to save its state file from this

@@ -18,18 +18,15 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.approv
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.imds import ImdsError
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import (
     IMDS_ARGUMENT_SPEC,
-    LOCK_ARGUMENT_SPEC,
     TaskFailed,
     build_client,
     guarded,
-    lock_step,
     read_document,
     this_vm,
 )
 
 REQUIRED_ONE_OF = [("event_ids", "events")]
 MUTUALLY_EXCLUSIVE = [("event_ids", "events")]
-REQUIRED_TOGETHER = [("lock_path", "lock_owner")]
 
 
 def argument_spec():
@@ -44,7 +41,6 @@ def argument_spec():
         wait_for_start=dict(type="bool", default=False),
         wait_timeout=dict(type="float", default=120.0),
         poll_interval=dict(type="float", default=1.0),
-        **LOCK_ARGUMENT_SPEC
     )
     return spec
 
@@ -71,7 +67,8 @@ def run_approve(params, edges, check_mode=False, diff_mode=False):
     except ApprovalRequestError as exc:
         raise TaskFailed(str(exc))
     client = build_client(params, edges.send)
-    _facts, name = guarded(this_vm, client, params["resource_name"], params["resource_name"] is None)
+    resource_name = params["resource_name"] or None  # "" (a role default) is no name: read it from IMDS
+    _facts, name = guarded(this_vm, client, resource_name, resource_name is None)
     parsed = guarded(read_document, client)
     if parsed is None:
         raise TaskFailed("IMDS has no Scheduled Events document yet (empty body); nothing can be approved.")
@@ -87,12 +84,6 @@ def run_approve(params, edges, check_mode=False, diff_mode=False):
     if plan.error:
         result.update(changed=False, approved=[])
         raise TaskFailed(plan.error, **result)
-    if plan.approve:
-        # The last step before an irreversible POST: this run must still hold the VM (a lease that ran out
-        # may have been taken over by another run, which then approves on its own).
-        lock = lock_step("refresh", params, edges, check_mode)
-        if lock is not None:
-            result["lock"] = lock
     if plan.approve and not check_mode:
         try:
             client.approve(plan.approve)

@@ -17,12 +17,10 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.events
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import (
     IMDS_ARGUMENT_SPEC,
-    LOCK_ARGUMENT_SPEC,
     StateUnreadable,
     TaskFailed,
     build_client,
     guarded,
-    lock_step,
     read_document,
     this_vm,
     utc_now,
@@ -39,12 +37,8 @@ def argument_spec():
         since_incarnation=dict(type="int"),
         wait_timeout=dict(type="float", default=300.0),
         poll_interval=dict(type="float", default=1.0),
-        **LOCK_ARGUMENT_SPEC
     )
     return spec
-
-
-REQUIRED_TOGETHER = [("lock_path", "lock_owner")]
 
 
 def wait_for_document(client, since, timeout, interval, clock=time.monotonic, sleep=time.sleep):
@@ -75,27 +69,11 @@ def read_state(path, edges):
 
 
 def run_info(params, edges, check_mode=False, diff_mode=False):
-    """The module's result for `params`; raises TaskFailed."""
+    """The module's result for `params`; raises TaskFailed. Reads only (the VM's lease lock is
+    scheduled_events_lock's), so check mode changes nothing."""
     if params["wait_timeout"] < 0 or params["poll_interval"] <= 0:
         raise TaskFailed("wait_timeout must be 0 or more and poll_interval positive.")
-    if params["lock_path"] and params["wait_for_change"]:
-        raise TaskFailed("lock_path cannot be combined with wait_for_change: a wait holds no lock.")
-    # The lock first, then the reads: a run plans from a state no other run can change under it.
-    lock = lock_step("claim", params, edges, check_mode)
-    try:
-        result = observe(params, edges)
-    except BaseException:
-        if lock is not None and lock["taken"]:  # nothing was read: hold nothing (best effort)
-            try:
-                lock_step("release", params, edges, check_mode)
-            except Exception:  # the read's error is the one to report; the lease ends the lock anyway
-                pass
-        raise
-    if lock is not None:
-        result["lock"] = lock
-        if lock["taken"] and result.get("quiet"):  # nothing to protect: a quiet host costs one task
-            result["lock"] = dict(lock, **lock_step("release", params, edges, check_mode))
-    return result
+    return observe(params, edges)
 
 
 def observe(params, edges):

@@ -23,6 +23,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_
     check_lock_request,
     claim,
     held_message,
+    parse_lock,
     refresh,
     release,
 )
@@ -114,28 +115,21 @@ def guarded(func, *args, **kwargs):
         raise TaskFailed(str(exc))
 
 
-LOCK_ARGUMENT_SPEC = dict(
-    lock_path=dict(type="path"),
-    lock_owner=dict(type="str"),
-    lock_seconds=dict(type="float", default=900.0),
-)
 NOT_SUPPORTED = "the VM lock is not supported on Windows VMs yet, so this run goes on without it on this host."
 
 
-def lock_step(step, params, edges, check_mode=False):
-    """Claim, refresh or release this run's lease lock on the VM (see cycle_lock); None when no lock is asked.
+def lock_step(step, path, owner, lease_seconds, edges, check_mode=False):
+    """Claim, refresh or release this run's lease lock at `path` on the VM (see cycle_lock).
 
-    The result says whether the lock is this run's (`taken`) or which other run holds it (`held_by`). In check
-    mode the lock is judged but never written."""
-    path, owner, lease = params.get("lock_path"), params.get("lock_owner"), params.get("lock_seconds")
-    if not path:
-        return None
+    The result says whether the lock is this run's (`taken`), which other run holds it (`held_by`), and whether
+    the lock file was created, taken over or deleted (`changed`; renewing one's own lease is not a change). In
+    check mode the lock is judged, and `changed` says what would happen, but nothing is written."""
     try:
-        check_lock_request(owner, lease)
+        check_lock_request(owner, lease_seconds)
     except LockError as exc:
         raise TaskFailed(str(exc))
     # `taken` stays true if a release fails, so that a later release tries again.
-    result = {"path": path, "owner": owner, "taken": step == "release", "held_by": None}
+    result = {"path": path, "owner": owner, "taken": step == "release", "held_by": None, "changed": False}
     if edges.update_lock is None:
         edges.warn(NOT_SUPPORTED)
         return dict(result, taken=False, supported=False)
@@ -143,17 +137,17 @@ def lock_step(step, params, edges, check_mode=False):
 
     def change(text):
         if step == "claim":
-            written, outcome = claim(text, owner, now, lease, path)
-            result.update(taken=outcome["taken"] and not check_mode, held_by=outcome["held_by"])
+            written, outcome = claim(text, owner, now, lease_seconds, path)
+            result.update(taken=outcome["taken"] and not check_mode, held_by=outcome["held_by"],
+                          changed=written is not None and not _owns(text, owner))
             if outcome["note"] and not outcome["held_by"] and not check_mode:
                 edges.warn(outcome["note"])
         elif step == "refresh":
-            written = refresh(text, owner, now, lease, path)
+            written = refresh(text, owner, now, lease_seconds, path)
             result["taken"] = not check_mode
         else:
             written = release(text, owner)
-            result["released"] = written is DELETE and not check_mode
-            result["taken"] = False
+            result.update(released=written is DELETE and not check_mode, taken=False, changed=written is DELETE)
         return None if check_mode else written
 
     try:
@@ -165,6 +159,11 @@ def lock_step(step, params, edges, check_mode=False):
     if result["held_by"]:
         result["message"] = held_message(result["held_by"], path)
     return result
+
+
+def _owns(text, owner):
+    holder = None if text is None else parse_lock(text)
+    return holder is not None and holder["owner"] == owner
 
 
 def run_module(module, run, edges_kwargs=None):

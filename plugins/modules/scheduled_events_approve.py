@@ -93,22 +93,6 @@ options:
       - Seconds between polls while waiting.
     type: float
     default: 1
-  lock_path:
-    description:
-      - Path, on the VM, of the lease lock this run took with M(azure_imds.scheduled_events.scheduled_events_info).
-        Before anything is POSTed the lock is renewed; when it is gone or another run holds it (this run's lease
-        ran out), the task fails and sends nothing.
-      - Linux VMs only for now; on Windows VMs the task warns and goes on without it.
-    type: path
-  lock_owner:
-    description:
-      - The name of this run, as given to the info module. Required with O(lock_path).
-    type: str
-  lock_seconds:
-    description:
-      - The renewed lease, in seconds (at most 86400).
-    type: float
-    default: 900
 notes:
   - C(changed) is true only when a POST was sent (in check mode, when one would be).
   - The task fails, sending nothing, when an id is missing (unless O(missing=ignore)), when an event does
@@ -117,6 +101,7 @@ notes:
   - Returned ids are spelled as IMDS served them; an id not in the document keeps the spelling it was given.
 seealso:
   - module: azure_imds.scheduled_events.scheduled_events_info
+  - module: azure_imds.scheduled_events.scheduled_events_lock
 """
 
 EXAMPLES = r"""
@@ -150,20 +135,6 @@ approved:
   returned: always
   type: list
   elements: str
-lock:
-  description: This run's lease lock, renewed before the POST.
-  returned: when O(lock_path) is set and something was to be approved
-  type: dict
-  contains:
-    path:
-      description: The lock file.
-      type: str
-    owner:
-      description: O(lock_owner).
-      type: str
-    taken:
-      description: Whether the lock was renewed (false in check mode).
-      type: bool
 already_started:
   description: Ids already C(Started); not sent again.
   returned: always
@@ -208,19 +179,16 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.approve_task import (
     MUTUALLY_EXCLUSIVE,
     REQUIRED_ONE_OF,
-    REQUIRED_TOGETHER,
     argument_spec,
     run_approve,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_file import update_under_guard
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import run_module
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), required_one_of=REQUIRED_ONE_OF,
-                           mutually_exclusive=MUTUALLY_EXCLUSIVE, required_together=REQUIRED_TOGETHER,
-                           supports_check_mode=True)
-    run_module(module, run_approve, dict(update_lock=update_under_guard))
+                           mutually_exclusive=MUTUALLY_EXCLUSIVE, supports_check_mode=True)
+    run_module(module, run_approve)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,9 @@ description:
     document changes (IMDS recommends polling about once a second; one long task is far cheaper
     than one Ansible task per poll).
   - Runs on the managed VM, because IMDS is reachable only from inside it.
-  - Changes nothing on the VM but, when asked (O(lock_path)), the lease lock of a maintenance run. The first call
-    of a VM enables Scheduled Events for it.
+  - Changes nothing on the VM (the lease lock of a maintenance run is
+    M(azure_imds.scheduled_events.scheduled_events_lock)'s). The first call of a VM enables Scheduled Events
+    for it, which is Azure's side, not a change this task reports.
 author:
   - azure_imds.scheduled_events maintainers (@azure-imds)
 extends_documentation_fragment:
@@ -74,29 +75,6 @@ options:
       - Seconds between two polls while waiting.
     type: float
     default: 1
-  lock_path:
-    description:
-      - Path, on the VM, of the lease lock of a maintenance run, so that two runs (an AWX job without
-        C(allow_simultaneous=false), a cron overlap, a second controller) never work on one VM at once.
-      - The lock is taken before the state file and IMDS are read, so the run plans from a state no other run
-        changes meanwhile. Renewed when O(lock_owner) already holds it, taken over once its lease has ended,
-        released at once when the host is RV(quiet).
-      - When another run holds it, the task does not fail. RV(lock.held_by) names that run, and the
-        C(maintenance_cycle) role then leaves the VM alone in this run.
-      - Taking the lock is bookkeeping, not reported as a change. In check mode the lock is judged but not written.
-      - Linux VMs only for now; on Windows VMs the task warns and goes on without it.
-      - Cannot be combined with O(wait_for_change).
-    type: path
-  lock_owner:
-    description:
-      - The name of this run (one per run; the C(maintenance_cycle) role makes one). Required with O(lock_path).
-    type: str
-  lock_seconds:
-    description:
-      - The lease, in seconds, after which another run may take the lock over, so that a killed run cannot hold
-        a VM for ever. At most 86400.
-    type: float
-    default: 900
 notes:
   - Every VM of an availability set or scale-set placement group sees the events of all others;
     read RV(events[].affects_this_vm) or RV(events_for_this_vm).
@@ -105,6 +83,7 @@ notes:
     RV(document_available=false) with a warning.
 seealso:
   - module: azure_imds.scheduled_events.scheduled_events_approve
+  - module: azure_imds.scheduled_events.scheduled_events_lock
 """
 
 EXAMPLES = r"""
@@ -263,31 +242,6 @@ state_path:
       The C(maintenance_cycle) role saves the next state there.
   returned: when O(state_path) is set
   type: str
-lock:
-  description: This run's lease lock on the VM.
-  returned: when O(lock_path) is set
-  type: dict
-  contains:
-    path:
-      description: The lock file.
-      type: str
-    owner:
-      description: O(lock_owner).
-      type: str
-    taken:
-      description: Whether this run holds the lock now (false in check mode and when another run holds it).
-      type: bool
-    held_by:
-      description: The lock record (owner, acquired_at, expires_at) of the other run that holds the VM, or null.
-      type: dict
-    released:
-      description: Whether the lock was released again at once because the host is quiet.
-      type: bool
-      returned: when the host is quiet
-    message:
-      description: A sentence naming the other run, when one holds the VM.
-      type: str
-      returned: when another run holds the VM
 transport:
   description:
     - How IMDS was reached. V(module) when this module ran on the VM; V(win_uri) when the action plugin ran it
@@ -331,12 +285,7 @@ raw:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.info_task import (
-    REQUIRED_TOGETHER,
-    argument_spec,
-    run_info,
-)
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_file import update_under_guard
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.info_task import argument_spec, run_info
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import (
     StateUnreadable,
     run_module,
@@ -355,9 +304,8 @@ def read_text(path):
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), required_together=REQUIRED_TOGETHER,
-                           supports_check_mode=True)
-    run_module(module, run_info, dict(read_text=read_text, update_lock=update_under_guard))
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    run_module(module, run_info, dict(read_text=read_text))
 
 
 if __name__ == "__main__":

@@ -15,12 +15,12 @@ version_added: 0.1.0
 description:
   - A maintenance run holds a lease lock on each VM it works on, so that two runs (an AWX job without
     C(allow_simultaneous=false), a cron overlap, a second controller) never prepare, approve or save state on
-    one VM at once. M(azure_imds.scheduled_events.scheduled_events_info) takes it
-    (O(azure_imds.scheduled_events.scheduled_events_info#module:lock_path)) before it reads;
-    M(azure_imds.scheduled_events.scheduled_events_approve) renews it before it POSTs; this module releases it
-    at the end of the run, and can also take or renew it on its own.
+    one VM at once. The C(maintenance_cycle) role takes it (V(held)) before the read it plans from, renews it
+    (V(renewed)) before it saves, approves or recovers, and releases it (V(released)) at the end of the run.
+    This is the only task that writes the lock; M(azure_imds.scheduled_events.scheduled_events_info) only reads.
   - The lock is a JSON file (owner, acquired_at, expires_at). Every check and write happens under an exclusive
-    C(flock) on C(<path>.guard), so two runs can never both take a free or expired lock.
+    C(flock) on C(<path>.guard), waited for at most 30 seconds, so two runs can never both take a free or
+    expired lock, and a stuck process cannot hang every later run.
   - Only the owner's lock is ever released or renewed; another run's lock is left as it is.
 author:
   - azure_imds.scheduled_events maintainers (@azure-imds)
@@ -32,9 +32,10 @@ attributes:
     support: none
     description: Nothing to show.
   platform:
-    support: full
-    platforms: posix
-    description: Linux VMs (it uses C(flock)); the role takes no VM lock on Windows VMs.
+    support: partial
+    platforms: posix, windows
+    description: Linux VMs (it uses C(flock)). On Windows VMs it warns that no lock is taken yet, and
+      returns RV(lock.supported=false).
 options:
   path:
     description: The lock file on the VM (the C(maintenance_cycle) role uses C(<state path>.lock)).
@@ -58,13 +59,27 @@ options:
     type: float
     default: 900
 notes:
-  - Taking, renewing and releasing the lock are bookkeeping, not reported as changes.
+  - Reports C(changed) when it creates the lock file, takes it over from another run whose lease ended, or
+    deletes it. Renewing this run's own lease (V(held) or V(renewed) on a lock it already holds) is not a change.
 seealso:
   - module: azure_imds.scheduled_events.scheduled_events_info
   - module: azure_imds.scheduled_events.scheduled_events_approve
 """
 
 EXAMPLES = r"""
+- name: Take this run's lock before reading what to plan from (another run's live lock is not an error)
+  azure_imds.scheduled_events.scheduled_events_lock:
+    path: ~/.ansible/azure_imds_scheduled_events/state.json.lock
+    owner: "{{ maintenance_cycle_lock_owner }}"
+    state: held
+    lease_seconds: 900
+  register: vm_lock
+
+- name: Leave the VM alone when another run holds it
+  ansible.builtin.debug:
+    msg: "{{ vm_lock.lock.message }}"
+  when: vm_lock.lock.held_by is not none
+
 - name: Release this run's lock (another run's lock stays)
   azure_imds.scheduled_events.scheduled_events_lock:
     path: ~/.ansible/azure_imds_scheduled_events/state.json.lock
@@ -94,40 +109,26 @@ lock:
       description: Whether this run's lock was deleted (V(released)).
       type: bool
       returned: when O(state=released)
+    message:
+      description: A sentence naming the other run that holds the VM.
+      type: str
+      returned: when another run holds the VM
+    supported:
+      description: False on Windows VMs, where no lock is taken yet.
+      type: bool
+      returned: on Windows VMs
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_file import update_under_guard
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import (
-    TaskEdges,
-    TaskFailed,
-    lock_step,
-)
-
-STEPS = {"held": "claim", "renewed": "refresh", "released": "release"}
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_task import argument_spec, run_lock
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import run_module
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            path=dict(type="path", required=True),
-            owner=dict(type="str", required=True),
-            state=dict(type="str", choices=sorted(STEPS), default="released"),
-            lease_seconds=dict(type="float", default=900.0),
-        ),
-        supports_check_mode=True,
-    )
-    params = module.params
-    if not params["path"] or not params["owner"]:
-        module.fail_json(msg="path and owner must not be empty.")
-    lock_params = dict(lock_path=params["path"], lock_owner=params["owner"], lock_seconds=params["lease_seconds"])
-    edges = TaskEdges(warn=module.warn, update_lock=update_under_guard)
-    try:
-        lock = lock_step(STEPS[params["state"]], lock_params, edges, module.check_mode)
-    except TaskFailed as exc:
-        module.fail_json(msg=exc.msg, **exc.result)
-    module.exit_json(changed=False, lock=lock)
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    run_module(module, run_lock, dict(update_lock=update_under_guard))
 
 
 if __name__ == "__main__":

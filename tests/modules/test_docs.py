@@ -13,8 +13,8 @@ ANSIBLE_DOC = str(Path(sys.executable).parent / "ansible-doc")
 
 @pytest.mark.parametrize("module, must_mention", [
     ("scheduled_events_info", ["wait_for_change", "affects_this_vm", "imds_url", "first_call_timeout"]),
-    ("scheduled_events_approve", ["expected_incarnation", "force", "already_started", "imds_url", "lock_path"]),
-    ("scheduled_events_lock", ["renewed", "released", "held_by", "lease_seconds"]),
+    ("scheduled_events_approve", ["expected_incarnation", "force", "already_started", "imds_url", "planned"]),
+    ("scheduled_events_lock", ["renewed", "released", "held_by", "lease_seconds", "changed"]),
     ("controller_lock", ["pid", "released", "localhost"]),
 ])
 def test_ansible_doc_renders_each_module(module: str, must_mention: list) -> None:

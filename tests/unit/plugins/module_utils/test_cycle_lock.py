@@ -1,12 +1,10 @@
-"""The VM lease lock: who may take, renew and release it (pure), and one check-and-write under the guard
-(real files, real processes racing)."""
+"""The VM lease lock: who may take, renew and release it (pure). On real files and racing processes, through
+the module itself: tests/unit/plugins/modules/test_scheduled_events_lock.py."""
 from __future__ import annotations
 
 import json
-import multiprocessing
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 import pytest
 
@@ -19,10 +17,8 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_
     refresh,
     release,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_file import update_under_guard
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import (
     TaskEdges,
-    TaskFailed,
     lock_step,
 )
 
@@ -93,73 +89,9 @@ def test_bad_requests_are_one_sentence(owner: Optional[str], lease: float, fragm
     assert str(caught.value).endswith(".")
 
 
-# ---------------------------------------------------------------- the VM side, on real files
+# ---------------------------------------------------------------- the module's step, without a lock edge
 
-def edges(warnings: List[str]) -> TaskEdges:
-    return TaskEdges(warn=warnings.append, update_lock=update_under_guard)
-
-
-def params(path: Path, owner: str, lease: float = 900) -> dict:
-    return {"lock_path": str(path), "lock_owner": owner, "lock_seconds": lease}
-
-
-def test_claim_renew_release_on_disk(tmp_path: Path) -> None:
-    path = tmp_path / "deep" / "state.json.lock"  # the directory is made
-    warnings: List[str] = []
-    assert lock_step("claim", params(path, "run a"), edges(warnings))["taken"]
-    other = lock_step("claim", params(path, "run b"), edges(warnings))
-    assert not other["taken"] and other["held_by"]["owner"] == "run a" and "another maintenance run" in other["message"]
-    with pytest.raises(TaskFailed, match="now held by run a"):
-        lock_step("refresh", params(path, "run b"), edges(warnings))
-    assert lock_step("release", params(path, "run b"), edges(warnings))["released"] is False
-    assert json.loads(path.read_text())["owner"] == "run a", "another run's lock stays"
-    assert lock_step("refresh", params(path, "run a"), edges(warnings))["taken"]
-    assert lock_step("release", params(path, "run a"), edges(warnings))["released"] is True
-    assert not path.exists() and warnings == []
-
-
-def test_check_mode_judges_but_writes_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "state.json.lock"
-    result = lock_step("claim", params(path, "run a"), edges([]), check_mode=True)
-    assert result["taken"] is False and result["held_by"] is None and not path.exists()
-
-
-def test_an_unwritable_lock_is_one_sentence(tmp_path: Path) -> None:
-    blocker = tmp_path / "file"
-    blocker.write_text("")
-    with pytest.raises(TaskFailed, match=r"^cannot use the lock file .*\(.*\)\.$"):
-        lock_step("claim", params(blocker / "state.json.lock", "run a"), edges([]))
-
-
-def test_without_a_lock_edge_the_run_goes_on_with_a_warning(tmp_path: Path) -> None:
-    warnings: List[str] = []
-    result = lock_step("claim", params(tmp_path / "l", "run a"), TaskEdges(warn=warnings.append))
+def test_without_a_lock_edge_the_run_goes_on_with_a_warning(tmp_path) -> None:
+    warnings = []
+    result = lock_step("claim", str(tmp_path / "l"), "run a", 900.0, TaskEdges(warn=warnings.append))
     assert result["supported"] is False and not result["taken"] and "not supported on Windows" in warnings[0]
-
-
-def _race(path: str, owner: str, start: "multiprocessing.synchronize.Event", out: "multiprocessing.Queue") -> None:
-    start.wait()
-    result = lock_step("claim", {"lock_path": path, "lock_owner": owner, "lock_seconds": 900.0},
-                       TaskEdges(warn=lambda _m: None, update_lock=update_under_guard))
-    out.put((owner, result["taken"]))
-
-
-@pytest.mark.parametrize("existing", ["none", "expired"])
-def test_racing_runs_never_both_take_the_lock(tmp_path: Path, existing: str) -> None:
-    """Eight processes claim at once, for a free lock and for an expired one: exactly one wins."""
-    for round_ in range(5):
-        path = tmp_path / f"{existing}-{round_}.lock"
-        if existing == "expired":
-            path.write_text(lock_text("dead run", NOW - timedelta(hours=2), 60))
-        context = multiprocessing.get_context("fork")
-        start, out = context.Event(), context.Queue()
-        runs = [context.Process(target=_race, args=(str(path), f"run {i}", start, out)) for i in range(8)]
-        for run in runs:
-            run.start()
-        start.set()
-        for run in runs:
-            run.join(30)
-        results = [out.get(timeout=5) for _run in runs]
-        winners = [owner for owner, taken in results if taken]
-        assert len(winners) == 1, results
-        assert json.loads(path.read_text())["owner"] == winners[0]

@@ -178,12 +178,14 @@ def test_a_started_event_of_vms_outside_the_target_holds_an_unseen_fault_domain(
 
 
 def held(info: Dict[str, Any], by: str = "run a") -> Dict[str, Any]:
-    return dict(info, lock={"taken": False, "owner": "run b", "held_by": {"owner": by}})
+    """A host input: read, but its lock is another run's."""
+    return {"result": info, "availability_set": "as1",
+            "lock": {"taken": False, "owner": "run b", "held_by": {"owner": by}}}
 
 
 def test_a_host_another_run_holds_is_left_alone_and_holds_its_fault_domain() -> None:
     user = event("U1", ["vm0", "vm1"], source="User")
-    p = plan({"vm0": held(result("vm0", 0, [user, event("E0", ["vm0"])])), "vm1": result("vm1", 1, [user])})
+    p = plan({"vm1": result("vm1", 1, [user])}, vm0=held(result("vm0", 0, [user, event("E0", ["vm0"])])))
     assert p["hosts"]["vm0"]["prepare"] == [] and p["approvals"] == {}
     assert p["hosts"]["vm1"]["waiting"][0]["reason"] == "another maintenance run holds vm0"
     assert "availability set as1 / fault domain 0" in p["fault_domains_in_maintenance"]

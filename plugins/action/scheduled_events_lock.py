@@ -1,0 +1,15 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to azure_imds.scheduled_events
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""scheduled_events_lock: the module on Linux VMs; on Windows VMs a warning that no lock is taken yet."""
+
+from __future__ import annotations
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_task import argument_spec, run_lock
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.windows_host import WindowsAwareAction
+
+
+class ActionModule(WindowsAwareAction):
+    RUN = staticmethod(run_lock)
+    ARGUMENT_SPEC = staticmethod(argument_spec)
+    PATH_OPTIONS = ("path",)
