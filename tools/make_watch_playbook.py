@@ -41,28 +41,19 @@ HEADER = """---
       vars:
         run_lock_state: held
 
-    - name: Check the watch settings
-      ansible.builtin.assert:
-        that:
-          - (watch_seconds | default(600) | float) > 0
-          - (watch_round_seconds | default(30) | float) > 0
-          - (watch_poll_interval | default(1) | float) > 0
-          - (watch_unread_seconds | default(900) | float) > 0
-        fail_msg: >-
-          watch_seconds, watch_round_seconds, watch_poll_interval and watch_unread_seconds must be
-          positive numbers of seconds.
-        quiet: true
-      run_once: true
-
-    - name: Fix the end of the watch
+    - name: Check the watch settings and start each host's book (cycle_policy.watch_*)
       ansible.builtin.set_fact:
-        watch_deadline: "{{{{ now(utc=true).timestamp() + (watch_seconds | default(600) | float) }}}}"
-        watch_since: null
-        watch_seen_events: false
-        watch_quiet_since: null
-        watch_read_at: "{{{{ now(utc=true).timestamp() }}}}"
+        watch: "{{{{ watch_given | azure_imds.scheduled_events.watch_start }}}}"
         watch_failures: []
         watch_done: false
+      vars:
+        watch_given:
+          watch_seconds: "{{{{ watch_seconds | default(none) }}}}"
+          round_seconds: "{{{{ watch_round_seconds | default(none) }}}}"
+          poll_interval: "{{{{ watch_poll_interval | default(none) }}}}"
+          unread_seconds: "{{{{ watch_unread_seconds | default(none) }}}}"
+          quiet_seconds: "{{{{ watch_quiet_seconds | default(none) }}}}"
+          stop_when_quiet: "{{{{ watch_stop_when_quiet | default(none) }}}}"
 
 - &rejoin
   name: Watch - bring back the hosts that failed in the last round
@@ -88,7 +79,8 @@ HEADER = """---
   hosts: "{{{{ target | default('azure_vms') }}}}"
   gather_facts: false
   vars:
-    watch_unread: "{{{{ maintenance_cycle_query is failed or maintenance_cycle_query is unreachable }}}}"
+    watch_sits_out: "{{{{ maintenance_cycle_query is failed or maintenance_cycle_query is unreachable }}}}"
+    watch_now: "{{{{ watch | azure_imds.scheduled_events.watch_timing }}}}"  # lazy: judged where it is used
     maintenance_cycle_end_quiet_hosts: false
     maintenance_cycle_prepare_tasks: "{{{{ prepare_tasks | default('') }}}}"
     maintenance_cycle_recover_tasks: "{{{{ recover_tasks | default('') }}}}"

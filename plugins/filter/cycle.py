@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters that expose the maintenance cycle's decisions (module_utils/cycle_policy.py) to the role.
+"""Filters that expose the maintenance cycle's decisions (module_utils/cycle_policy.py) to the role and
+the watch playbook.
 
 The I/O edge of the pure module: the clock, randomness and the play's host variables come in here.
 """
@@ -25,9 +26,11 @@ def _guard(func, *args, **kwargs):
 
 
 def _host_input(hostvars, host):
-    """What the plan needs of one host: this run's read, its availability set, its last known VM."""
+    """What the plan needs of one host: this run's read, its lock, its availability set, its last known VM."""
     variables = hostvars[host]
+    lock = variables.get("maintenance_cycle_lock")
     return {"result": variables.get("maintenance_cycle_query"),
+            "lock": lock.get("lock") if isinstance(lock, dict) else None,
             "availability_set": variables.get("maintenance_cycle_availability_set") or "",
             "last_vm": variables.get("maintenance_cycle_last_vm")}
 
@@ -51,7 +54,36 @@ def cycle_run_name(controller, awx_job_id=None):
     return cycle_policy.run_name(controller, secrets.randbelow(2 ** 48), datetime.now(timezone.utc), awx_job_id)
 
 
+def _now():
+    return datetime.now(timezone.utc).timestamp()
+
+
+def watch_start(given):
+    """{settings, book}: the watch's checked settings and a host's book (the `watch` host fact)."""
+    settings = _guard(cycle_policy.watch_settings, dict(given or {}))
+    return {"settings": settings, "book": cycle_policy.watch_start(settings, _now())}
+
+
+def watch_timing(watch):
+    """This round's timing for a host, now: how long to wait, and how long it has not been read."""
+    now = _now()
+    unread, too_long = cycle_policy.watch_unread(watch["book"], watch["settings"], now)
+    return {"wait_seconds": cycle_policy.watch_wait_seconds(watch["book"], watch["settings"], now),
+            "unread_seconds": round(unread), "unread_too_long": too_long}
+
+
+def watch_after_round(watch, result):
+    return dict(watch, book=cycle_policy.watch_after_round(watch["book"], dict(result), _now()))
+
+
+def watch_done(hosts, hostvars, hosts_in_target):
+    watches = [hostvars[host]["watch"] for host in hosts]
+    settings = watches[0]["settings"] if watches else cycle_policy.watch_settings({})
+    return cycle_policy.watch_done([w["book"] for w in watches], int(hosts_in_target), settings, _now())
+
+
 class FilterModule(object):
     def filters(self):
         return {"cycle_plan": cycle_plan, "cycle_confirm": cycle_confirm, "cycle_state": cycle_state,
-                "cycle_run_name": cycle_run_name}
+                "cycle_run_name": cycle_run_name, "watch_start": watch_start, "watch_timing": watch_timing,
+                "watch_after_round": watch_after_round, "watch_done": watch_done}

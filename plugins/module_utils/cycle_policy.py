@@ -107,10 +107,11 @@ def domain_key(this_vm, availability_set=""):
 
 
 def host_views(hosts):
-    """{host: {result, availability_set, last_vm}} -> {host: view}.
+    """{host: {result, lock, availability_set, last_vm}} -> {host: view}.
 
     `result` is the host's scheduled_events_info result of this run (None, failed or unreachable when it
-    could not be read); `last_vm` is its `this_vm` from an earlier read (a watch keeps it), so that a host
+    could not be read); `lock` is the `lock` that scheduled_events_lock returned before that read (None when
+    no lock is taken); `last_vm` is its `this_vm` from an earlier read (a watch keeps it), so that a host
     without a fresh read still holds its last known fault domain.
     """
     views = {}
@@ -119,8 +120,8 @@ def host_views(hosts):
         result = given.get("result")
         # A failed read may still have told which VM it is (the compute metadata came first).
         last_vm = (result.get("this_vm") if isinstance(result, dict) else None) or given.get("last_vm")
-        views[host] = _view(host, result if _was_read(result) else None, given.get("availability_set") or "",
-                            last_vm)
+        views[host] = _view(host, result if _was_read(result) else None, given.get("lock") or {},
+                            given.get("availability_set") or "", last_vm)
     _mark_ambiguous(views)
     return views
 
@@ -130,10 +131,9 @@ def _was_read(result):
             and not result.get("skipped") and isinstance(result.get("events"), list))
 
 
-def _view(host, result, availability_set, last_vm):
+def _view(host, result, lock, availability_set, last_vm):
     this_vm = (result or {}).get("this_vm") or last_vm or {}
     state = (result or {}).get("state") or {}
-    lock = (result or {}).get("lock") or {}
     if result is None:
         status = UNREAD
     elif lock.get("held_by"):
@@ -154,6 +154,9 @@ def _view(host, result, availability_set, last_vm):
         "records": list(state["events"]) if valid else [],
         "approved": set(i.upper() for i in state["approved"]) if valid else set(),
         "seen": (result or {}).get("events", []) if status in (FRESH, HELD) else [],
+        # This run may write the VM's state: it holds the lock, or no lock is in play (locking off, a
+        # Windows VM). Not in check mode, where the lock is judged but not taken.
+        "holds_vm": not lock or bool(lock.get("taken")) or lock.get("supported") is False,
     }
 
 
@@ -197,7 +200,8 @@ def plan_cycle(hosts, policy=None, now=None):
     for host, view in views.items():
         plan[host]["recover"] = _recovers(view) if view["status"] == FRESH else []
         affected = any(host in a["hosts"] for a in approvals.values())
-        plan[host]["save_first"] = bool(plan[host]["prepare"]) or _news(view)
+        plan[host]["saves"] = view["status"] == FRESH and view["holds_vm"]
+        plan[host]["save_first"] = plan[host]["saves"] and (bool(plan[host]["prepare"]) or _news(view))
         plan[host]["renew"] = bool(plan[host]["save_first"] or plan[host]["recover"] or affected)
     return {"hosts": plan, "approvals": approvals, "admissions": dict((e["event_id"], admitted[e["event_id"].upper()])
                                                                       for e, _hosts in events),
@@ -221,7 +225,7 @@ def _policy(policy):
 def _empty_plan(view):
     return {"vm_name": view["vm_name"], "status": view["status"], "fault_domain": view["domain"],
             "prepare": [], "deferred": [], "approve": [], "waiting": [], "recover": [], "renew": False,
-            "save_first": False}
+            "saves": False, "save_first": False}
 
 
 def _busy_fault_domains(views, by_vm):
@@ -493,3 +497,83 @@ def run_name(controller, token, now, awx_job_id=None):
     name = "%s run %s %s" % (controller or "controller", token, now.astimezone(timezone.utc).isoformat(
         timespec="seconds").replace("+00:00", "Z"))
     return name + (" AWX job %s" % awx_job_id if awx_job_id not in (None, "") else "")
+
+
+# ---------------------------------------------------------------------------------------------- the watch
+# playbooks/watch.yml runs a cycle per round on the hosts whose document changed. Each host keeps a "book"
+# between rounds (plain data in a host fact); times are seconds since the epoch.
+
+DEFAULT_WATCH = {"watch_seconds": 600.0, "round_seconds": 30.0, "poll_interval": 1.0, "unread_seconds": 900.0,
+                 "quiet_seconds": 300.0, "stop_when_quiet": False}
+
+
+def watch_settings(given):
+    """The watch's settings, checked: positive numbers of seconds (quiet_seconds may be 0); PolicyError."""
+    settings = dict(DEFAULT_WATCH)
+    settings.update(dict((k, v) for k, v in (given or {}).items() if v is not None))
+    unknown = set(settings) - set(DEFAULT_WATCH)
+    if unknown:
+        raise PolicyError("unknown watch setting %s." % sorted(unknown)[0])
+    for name in DEFAULT_WATCH:
+        if name == "stop_when_quiet":
+            continue
+        try:
+            settings[name] = float(settings[name])
+        except (TypeError, ValueError):
+            settings[name] = float("nan")
+        least_ok = name == "quiet_seconds"
+        if not (settings[name] > 0 or (least_ok and settings[name] == 0)):
+            variable = name if name.startswith("watch_") else "watch_" + name  # as the playbook names it
+            raise PolicyError("%s must be a %s number of seconds, not %r." % (
+                variable, "non-negative" if least_ok else "positive", (given or {}).get(name)))
+    settings["stop_when_quiet"] = _truthy(settings["stop_when_quiet"])
+    return settings
+
+
+def _truthy(value):
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def watch_start(settings, now):
+    """A host's book when the watch begins: no document yet (the first round reads without waiting)."""
+    return {"deadline": now + settings["watch_seconds"], "since": None, "read_at": now, "seen_events": False,
+            "quiet_since": None}
+
+
+def watch_wait_seconds(book, settings, now):
+    """How long this round may wait for the document to change: a round, or what is left of the watch."""
+    return max(0.0, min(settings["round_seconds"], book["deadline"] - now))
+
+
+def watch_unread(book, settings, now):
+    """(seconds since the host was last read, whether that is longer than the watch tolerates)."""
+    seconds = now - book["read_at"]
+    return seconds, seconds > settings["unread_seconds"]
+
+
+def watch_after_round(book, result, now):
+    """The book after a round that read `result` (the freshest read of the round: the cycle's own, if one ran).
+
+    Quiet since when: no events left (a cycle that ran has recovered and saved by now). Walks pause between
+    fault domains, so the watch stops only after a quiet stretch."""
+    events = result.get("events") or []
+    quiet_since = None if events else (book["quiet_since"] if book["quiet_since"] is not None else now)
+    return dict(book, since=result.get("document_incarnation"), read_at=now,
+                seen_events=bool(book["seen_events"] or events), quiet_since=quiet_since)
+
+
+def watch_done(books, hosts_in_target, settings, now):
+    """Whether the watch ends: its time is up, or (stop_when_quiet) every host of the target is in this round,
+    some saw events, and all have been quiet for quiet_seconds. A host out of the round (unread or failed)
+    may have work, so the watch is not quiet without it."""
+    if not books:
+        return False  # no host in the round: the next round (or the deadline) decides
+    if now >= min(b["deadline"] for b in books):
+        return True
+    if not settings["stop_when_quiet"] or len(books) != hosts_in_target:
+        return False
+    if not any(b["seen_events"] for b in books) or any(b["quiet_since"] is None for b in books):
+        return False
+    return max(b["quiet_since"] for b in books) <= now - settings["quiet_seconds"]
