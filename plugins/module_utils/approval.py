@@ -55,6 +55,38 @@ def _key(event_id):
     return event_id.strip().upper()
 
 
+NO_MANUAL_IDS = "event_ids must name at least one event id (a list, or a comma-separated string)."
+
+
+def manual_approval_plan(event_ids, events_by_host):
+    """Who sends which id of a manual approval (playbooks/approve.yml): {by_host, unlisted}.
+
+    `event_ids` is a list or a comma-separated string; `events_by_host` maps each host that was read, in
+    play order, to its `events_for_this_vm`. Each id goes to the first host whose VM it lists, spelled as
+    that host's IMDS served it. When some id is listed by no host that was read, nothing is approved
+    (`by_host` is empty for every host): a wrong or unreadable request approves nothing."""
+    if isinstance(event_ids, str):
+        event_ids = event_ids.split(",")
+    if not isinstance(event_ids, (list, tuple)) or not all(isinstance(i, str) for i in event_ids):
+        raise ApprovalRequestError(NO_MANUAL_IDS)
+    try:
+        ids = requested_ids([i for i in event_ids if i.strip()])
+    except ApprovalRequestError:
+        raise ApprovalRequestError(NO_MANUAL_IDS)
+    by_host = dict((host, []) for host in events_by_host)
+    unlisted = []
+    for event_id in ids:
+        sender = next(((host, e["event_id"]) for host, events in events_by_host.items() for e in events or []
+                       if _key(e["event_id"]) == _key(event_id)), None)
+        if sender is None:
+            unlisted.append(event_id)
+        else:
+            by_host[sender[0]].append(sender[1])
+    if unlisted:
+        by_host = dict((host, []) for host in events_by_host)
+    return {"by_host": by_host, "unlisted": unlisted}
+
+
 def planned_events(planned):
     """`planned` (the events as the caller decided on them) by id; None stays None.
 

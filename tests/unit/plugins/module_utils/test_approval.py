@@ -8,6 +8,7 @@ import pytest
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.approval import (
     ApprovalRequestError,
+    manual_approval_plan,
     plan_approval,
     planned_events,
     requested_ids,
@@ -223,3 +224,27 @@ def test_a_malformed_plan_fails_the_task_before_imds_is_asked() -> None:
     with pytest.raises(TaskFailed, match=r"^planned\[0\] has no event_id\.$"):
         run_approve(approve_params(event_ids=[A], planned=[{}]), TaskEdges(warn=print, send=imds.send))
     assert (imds.gets, imds.posts) == (0, [])
+
+
+# ---------------------------------------------------------------- the manual approval playbook's plan
+
+def listed(*ids: str) -> list:
+    return [{"event_id": i} for i in ids]
+
+
+def test_each_id_goes_once_to_the_first_host_that_lists_it_spelled_as_served() -> None:
+    a, b = "602d9444-d2cd-49c7-8624-8643e7171297", "7B1E3C5A-0000-4000-8000-000000000001"
+    plan = manual_approval_plan(f" {a.upper()} , {b.lower()},", {"vm0": listed(a), "vm1": listed(a, b), "vm2": []})
+    assert plan == {"by_host": {"vm0": [a], "vm1": [b], "vm2": []}, "unlisted": []}
+
+
+def test_an_id_no_host_lists_refuses_the_whole_request() -> None:
+    a = "602d9444-d2cd-49c7-8624-8643e7171297"
+    plan = manual_approval_plan([a, "00000000-0000-0000-0000-000000000000"], {"vm0": listed(a)})
+    assert plan == {"by_host": {"vm0": []}, "unlisted": ["00000000-0000-0000-0000-000000000000"]}
+
+
+@pytest.mark.parametrize("event_ids", [None, "", " , ", [], [""], 7, [None]])
+def test_no_ids_is_one_sentence(event_ids: object) -> None:
+    with pytest.raises(ApprovalRequestError, match=r"^event_ids must name at least one event id .*\.$"):
+        manual_approval_plan(event_ids, {"vm0": []})
