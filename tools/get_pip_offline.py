@@ -2,7 +2,7 @@
 
 ansible-test downloads get-pip from a host this machine cannot reach, unless
 ~/.ansible/test/cache/get_pip_<version>.py exists. `make test` copies this file
-there (tools/run_sanity.py): it bootstraps the pip bundled with Python
+there (tools/run_ansible_test.py): it bootstraps the pip bundled with Python
 (ensurepip), then lets that pip install the exact packages ansible-test asked
 for from the package registry. get-pip's own --no-setuptools/--no-wheel flags
 mean "do not install those", which is already pip's behaviour here.

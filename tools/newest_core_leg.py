@@ -5,7 +5,7 @@
 ansible-core 2.20+ needs Python 3.12+. This finds such an interpreter (python3.13 or
 python3.12 on PATH, else a pyenv install), builds .venv-core-newest from
 requirements-newest-core.txt (rebuilt when that file changes), and runs there:
-tools/run_sanity.py, then pytest on tests/unit and tests/modules. Without Python 3.12+
+tools/run_ansible_test.py sanity, then pytest on tests/unit and tests/modules. Without Python 3.12+
 it prints why it skips and exits 0; any failure exits non-zero.
 """
 from __future__ import annotations
@@ -78,7 +78,7 @@ def main() -> int:
     version = subprocess.run([str(venv_python), "-c", "import ansible; print(ansible.__version__)"],
                              capture_output=True, text=True, check=True).stdout.strip()
     print(f"newest ansible-core leg: ansible-core {version} on {python}", flush=True)
-    status = run([str(venv_python), "tools/run_sanity.py"])
+    status = run([str(venv_python), "tools/run_ansible_test.py", "sanity"])
     tests = FULL_TESTS if os.environ.get("NEWEST_CORE_FULL") == "1" else TESTS
     status = run([str(venv_python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests]) or status
     print(f"newest ansible-core leg (ansible-core {version}): {'passed' if status == 0 else 'FAILED'}")

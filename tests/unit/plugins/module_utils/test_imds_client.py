@@ -3,30 +3,15 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timezone
-from typing import Iterator, List
+from typing import List
 
 import pytest
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.events import parse_document
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.imds import ImdsClient, ImdsError
-from imds_simulator import scenario as sc
-from imds_simulator.engine import Engine
-from imds_simulator.fleet import FleetSpec, build_fleet
-from imds_simulator.server import ServerOptions, Simulator, serve_in_thread
+from ...simulated_imds import Simulator
 
 VM = "avset-web-vm0"
-
-
-@pytest.fixture
-def sim() -> Iterator[Simulator]:
-    engine = Engine(build_fleet(FleetSpec()), sc.load("platform-maintenance"), datetime.now(timezone.utc),
-                    time_scale=60.0, seed=4)
-    simulator = Simulator(engine, ServerOptions(rate_limit=0, first_call_delay_s=0.0))
-    server, _thread = serve_in_thread(simulator)
-    yield simulator
-    server.shutdown()
-    server.server_close()
 
 
 def client(sim: Simulator, **kwargs: object) -> ImdsClient:

@@ -1,0 +1,69 @@
+"""scheduled_events_approve's main(), on the simulator over real HTTP: `changed` only when a POST is (or in
+check mode would be) sent; what was planned is checked before anything is sent; ids go back as served."""
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import pytest
+
+from ansible_collections.azure_imds.scheduled_events.plugins.modules import scheduled_events_approve
+
+from ...simulated_imds import Simulator, inject
+from .module_runner import run
+
+LEADER, OUTSIDE = "avset-web-vm0", "avset-web-vm2"
+
+
+def approve(sim: Simulator, vm: str = LEADER, check_mode: bool = False, **args: Any) -> Dict[str, Any]:
+    return run(scheduled_events_approve, dict({"imds_url": sim.vm_url(vm), "retries": 0}, **args), check_mode)
+
+
+def status(sim: Simulator, event_id: str) -> str:
+    with sim.lock:
+        sim.engine.advance_to(sim.clock.now())
+        return {e["event_id"]: e["status"] for e in sim.engine.event_summaries()}[event_id]
+
+
+@pytest.fixture
+def reboot(sim: Simulator) -> str:
+    return inject(sim, {"type": "Reboot", "notice_s": 900, "resources": {"names": [LEADER]}})
+
+
+def test_check_mode_reports_the_change_and_sends_nothing(sim: Simulator, reboot: str) -> None:
+    result = approve(sim, check_mode=True, event_ids=[reboot])
+    assert result["changed"] is True and result["approved"] == [reboot]
+    assert sim.engine.approvals == [] and status(sim, reboot) == "Scheduled"
+
+
+def test_one_post_starts_the_event_and_is_the_only_change(sim: Simulator, reboot: str) -> None:
+    result = approve(sim, event_ids=[reboot.lower()])  # matched case-insensitively, sent as served
+    assert result["changed"] is True and result["approved"] == [reboot]
+    (entry,) = sim.engine.approvals
+    assert entry["accepted"] and entry["event_ids"] == [reboot] and status(sim, reboot) == "Started"
+    again = approve(sim, event_ids=[reboot])
+    assert again["changed"] is False and again["already_started"] == [reboot] and len(sim.engine.approvals) == 1
+
+
+def test_an_event_that_does_not_list_this_vm_is_refused_and_nothing_is_sent(sim: Simulator, reboot: str) -> None:
+    result = approve(sim, OUTSIDE, event_ids=[reboot])
+    assert result["failed"] and result["changed"] is False and OUTSIDE in result["msg"]
+    assert sim.engine.approvals == [] and status(sim, reboot) == "Scheduled"
+
+
+def test_an_event_changed_since_the_plan_is_stale_and_not_sent(sim: Simulator, reboot: str) -> None:
+    planned = [{"event_id": reboot, "event_type": "Reboot", "resources": [LEADER, OUTSIDE]}]  # it listed two
+    result = approve(sim, event_ids=[reboot], planned=planned)
+    assert result["changed"] is False and result["stale"] == [reboot] and result["approved"] == []
+    assert sim.engine.approvals == []
+
+
+@pytest.mark.parametrize("args, fragment", [
+    ({}, "one of the following is required"),
+    ({"event_ids": ["x"], "events": [{"event_id": "x"}]}, "mutually exclusive"),
+    ({"event_ids": ["x"], "lock_path": "/tmp/l"}, "Unsupported parameters"),  # the lock is scheduled_events_lock's
+])
+def test_bad_requests_fail_in_one_sentence_and_send_nothing(sim: Simulator, args: Dict[str, Any],
+                                                            fragment: str) -> None:
+    result = approve(sim, **args)
+    assert result["failed"] and fragment in result["msg"] and "Traceback" not in result["msg"]
+    assert sim.engine.approvals == []

@@ -1,0 +1,45 @@
+"""The IMDS simulator in-process, answering over real HTTP on loopback, for the unit tests.
+
+Under `ansible-test units` the tests run from a staged copy of the collection (tools/run_ansible_test.py),
+which holds only what Galaxy ships; that tool writes the repository's path to repo_root.txt beside this
+file, so that the simulator package (not shipped) is still the one the tests use.
+"""
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+_REPO_ROOT = Path(__file__).with_name("repo_root.txt")
+if _REPO_ROOT.exists():
+    sys.path.insert(0, _REPO_ROOT.read_text().strip())
+
+from imds_simulator import scenario as sc  # noqa: E402
+from imds_simulator.engine import Engine, EngineOptions  # noqa: E402
+from imds_simulator.fleet import FleetSpec, build_fleet  # noqa: E402
+from imds_simulator.server import ServerOptions, Simulator, serve_in_thread  # noqa: E402
+
+QUIET = sc.Scenario(name="quiet", summary="no events until a test injects one", specs=[])
+
+
+def serve(scenario: sc.Scenario, simulate_impact: bool = True) -> Iterator[Simulator]:
+    """The default fleet (one availability set) in `scenario`, served until the generator is closed."""
+    engine = Engine(build_fleet(FleetSpec()), scenario, datetime.now(timezone.utc), time_scale=60.0, seed=4,
+                    options=EngineOptions(simulate_impact=simulate_impact))
+    simulator = Simulator(engine, ServerOptions(rate_limit=0, first_call_delay_s=0.0))
+    server, _thread = serve_in_thread(simulator)
+    try:
+        yield simulator
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def inject(simulator: Simulator, spec: dict) -> str:
+    """Add one event to the running simulator now; its EventId."""
+    with simulator.lock:
+        before = len(simulator.engine.events)
+        simulator.engine.load(sc.from_event(spec), simulator.clock.now())
+        (event,) = simulator.engine.events[before:]
+        return event.event_id
