@@ -15,6 +15,7 @@ ANSIBLE_DOC = str(Path(sys.executable).parent / "ansible-doc")
     ("scheduled_events_info", ["wait_for_change", "affects_this_vm", "imds_url", "first_call_timeout"]),
     ("scheduled_events_approve", ["expected_incarnation", "force", "already_started", "imds_url", "planned"]),
     ("scheduled_events_lock", ["renewed", "released", "held_by", "lease_seconds", "changed"]),
+    ("scheduled_events_state", ["content", "atomically", "0600"]),
     ("controller_lock", ["pid", "released", "localhost"]),
 ])
 def test_ansible_doc_renders_each_module(module: str, must_mention: list) -> None:

@@ -1,0 +1,78 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to azure_imds.scheduled_events
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: scheduled_events_state
+short_description: Save a maintenance cycle's state file on a Linux VM
+version_added: 0.1.0
+description:
+  - Writes the state the C(maintenance_cycle) role keeps on each VM between cycles (what was seen, prepared and
+    approved; see the P(azure_imds.scheduled_events.cycle_state#filter) filter), so that a later cycle recovers what
+    was prepared and never approves an event twice.
+  - Refuses content that is not a valid state, writing nothing, so a later cycle never reads a state it cannot trust.
+  - One step where C(ansible.builtin.file) and C(ansible.builtin.copy) take three module runs: the directory is made
+    (mode 0700) if needed, and the file (mode 0600) is replaced atomically, so a reader sees the old state or the new
+    one, never half of it.
+author:
+  - azure_imds.scheduled_events maintainers (@azure-imds)
+attributes:
+  check_mode:
+    support: full
+    description: Says whether the state would change; writes nothing.
+  diff_mode:
+    support: full
+    description: Shows the state file before and after.
+  platform:
+    support: full
+    platforms: posix
+    description: Linux VMs; the role saves the state of Windows VMs with M(ansible.windows.win_copy).
+options:
+  path:
+    description: The state file on the VM (the role's C(maintenance_cycle_state_path)).
+    type: path
+    required: true
+  content:
+    description: The state, as JSON text (the output of the P(azure_imds.scheduled_events.cycle_state#filter) filter).
+    type: str
+    required: true
+notes:
+  - C(changed) only when the file's content changes; a cycle with nothing new writes nothing.
+seealso:
+  - module: azure_imds.scheduled_events.scheduled_events_info
+"""
+
+EXAMPLES = r"""
+- name: Save the cycle state after recover
+  azure_imds.scheduled_events.scheduled_events_state:
+    path: ~/.ansible/azure_imds_scheduled_events/state.json
+    content: "{{ maintenance_cycle_query | azure_imds.scheduled_events.cycle_state(prepared, approved, recovered) }}"
+"""
+
+RETURN = r"""
+path:
+  description: The state file.
+  returned: always
+  type: str
+  sample: /home/azureuser/.ansible/azure_imds_scheduled_events/state.json
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import run_module
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.state_file import argument_spec, run_save
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    run_module(module, run_save)
+
+
+if __name__ == "__main__":
+    main()
