@@ -44,10 +44,12 @@ class RunnerJob:
                            "maintenance_cycle_state_path": str(root / "state" / f"{vm}.json")} for vm in fleet.vms},
             "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
                      "actions_dir": str(self.actions)}}}))
-        # What the execution environment provides: the collection installed, no colour, no retry files.
+        # What the execution environment provides: the collection installed, no colour, no retry files, and a
+        # home of its own (each AWX job runs in a fresh container: jobs never share the control-node lock).
+        (root / "home").mkdir()
         (root / "env" / "envvars").write_text(yaml.safe_dump({
             "ANSIBLE_COLLECTIONS_PATH": COLLECTIONS_PATH, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_RETRY_FILES_ENABLED": "0",
-            "ANSIBLE_LOCAL_TEMP": str(root / "tmp")}))
+            "ANSIBLE_LOCAL_TEMP": str(root / "tmp"), "HOME": str(root / "home")}))
 
     def run(self, playbook: str, ident: str, survey: Dict[str, Any]) -> Tuple[int, str]:
         (self.root / "env" / "extravars").write_text(yaml.safe_dump(survey))

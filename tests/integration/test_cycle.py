@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterator, List
 import pytest
 
 from imds_simulator.fleet import FleetSpec
-from tests.integration.runner import CycleBench
+from tests.integration.runner import FILES, CycleBench
 from tests.live_fleet import LiveFleet
 
 
@@ -85,10 +85,19 @@ def test_watch_keeps_hosts_that_miss_a_round_and_ends_failed_naming_them(tmp_pat
 
 # Time scale 15: each 15-minute notice lasts 60 s. A fault domain stays in maintenance until its hosts
 # recovered (a round after the event left), so the next domain's event waits a round before it is prepared.
-@pytest.mark.parametrize("bench", [("platform-maintenance", 15.0)], indirect=True)
-def test_watch_walks_three_fault_domains_safely(bench: CycleBench) -> None:
+# One VM per fault domain: the walk is the same, and each round costs half the tasks of a 6-VM set.
+def test_watch_walks_three_fault_domains_safely(tmp_path: Path) -> None:
+    fleet = LiveFleet("platform-maintenance", time_scale=15.0, seed=3, fleet=FleetSpec(vms=3, fault_domains=3))
+    try:
+        fleet.wait_for_events(timeout=10.0)
+        _watch_walks_three_fault_domains_safely(CycleBench(fleet, tmp_path))
+    finally:
+        fleet.close()
+
+
+def _watch_walks_three_fault_domains_safely(bench: CycleBench) -> None:
     run = bench.run("watch", extra={"watch_seconds": 600, "watch_stop_when_quiet": True, "watch_poll_interval": 0.25,
-                                    "watch_round_seconds": 5, "watch_quiet_seconds": 20})
+                                    "watch_round_seconds": 5, "watch_quiet_seconds": 20}, timeout=660)
     assert run.returncode == 0, run.stdout[-3000:]
     events = sorted(bench.fleet.truth(), key=lambda e: e["appeared_at"])
     assert len(events) == 3 and all(e["outcome"] == "completed" for e in events)
@@ -220,6 +229,22 @@ def test_regression_a_host_that_fails_after_prepare_still_gets_its_recover(bench
     assert again.returncode == 0, again.stdout[-3000:]
     assert leader in by_event(bench.actions("recover"), event["event_id"]), "the leader's recover was lost"
     assert bench.fleet.approvals() == [] and bench.fleet.truth()[0]["start_reason"] == "not_before"
+
+
+def test_the_role_on_its_own_ends_quiet_hosts_and_leaves_no_lock(tmp_path: Path) -> None:
+    """Imported on its own (no cheap read first), the role takes each VM's lock before the read it plans from;
+    a quiet host releases it at once and ends, writing nothing."""
+    fleet = LiveFleet(None, time_scale=20.0, fleet=FleetSpec(vms=2, fault_domains=2))
+    try:
+        bench = CycleBench(fleet, tmp_path)
+        run = bench.run(str(FILES / "role_alone.yml"))
+        assert run.returncode == 0, run.stdout[-3000:]
+        assert run.changed() == 0 and all(bench.state(h) is None for h in bench.hosts)
+        guards = sorted(p.name for p in (bench.work / "state").glob("*.lock.guard"))
+        assert guards == sorted(f"{h}.json.lock.guard" for h in bench.hosts), "each VM's lock was taken"
+        assert not list((bench.work / "state").glob("*.lock")), "and released"
+    finally:
+        fleet.close()
 
 
 def test_check_mode_approves_nothing_and_writes_no_state(bench: CycleBench) -> None:

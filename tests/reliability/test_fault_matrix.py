@@ -115,10 +115,10 @@ def closed_port() -> int:
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[List[Outcome]]:
     work = tmp_path_factory.mktemp("fault-matrix")
-    fleet = LiveFleet(None, time_scale=10.0, fleet=FleetSpec(vms=len(CASES), fault_domains=1))
+    fleet = LiveFleet(None, time_scale=5.0, fleet=FleetSpec(vms=len(CASES), fault_domains=1))
     try:
         cases = dict(zip(fleet.vms, CASES))
-        for vm in fleet.vms:  # 15-minute notice = 90 s at time scale 10: longer than the run
+        for vm in fleet.vms:  # 15-minute notice = 180 s at time scale 5: longer than the run on a loaded machine
             fleet.inject({"key": "e-" + vm, "type": "Reboot", "notice_s": 900, "resources": {"names": [vm]}})
         bench = CycleBench(fleet, work)
         by_name = {c.name: vm for vm, c in cases.items()}

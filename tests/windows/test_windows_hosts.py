@@ -23,8 +23,9 @@ PER_CALL = ("observed_at", "transport", "invocation", "warnings", "state_path", 
 
 @pytest.fixture
 def fleet() -> Iterator[LiveFleet]:
-    """Platform maintenance at time scale 20: a 15-minute notice lasts 45 s, longer than any play here."""
-    live = LiveFleet("platform-maintenance", time_scale=20.0, seed=3)
+    """Platform maintenance at time scale 10: a 15-minute notice lasts 90 s, longer than two cycles of the mixed
+    fleet on a loaded machine (tests run in parallel)."""
+    live = LiveFleet("platform-maintenance", time_scale=10.0, seed=3)
     live.wait_for_events(timeout=10.0)
     yield live
     live.close()
