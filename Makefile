@@ -7,14 +7,19 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-test.txt requirements-analysis.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
-.PHONY: demo test check invariants sanity units newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-analysis venv clean
+.PHONY: demo test ansible-test-legs check invariants sanity units newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-analysis venv clean
 
 demo: $(STAMP)
 	$(PY) tools/demo.py
 
-# ansible-test (sanity, units) and the newest-ansible-core leg first, so that the last line CI prints is
-# pytest's summary. tests/unit runs under ansible-test units there, as collection maintainers run it.
-test: sanity units newest-core pytest
+# Two jobs side by side: pytest on parallel workers (most of its tests wait on simulated clocks), and the
+# ansible-test legs one after the other (sanity, units, then the newest-ansible-core leg). Each job's output
+# is printed when it ends; every leg runs even if another fails (-k), and any failure fails make test.
+# tests/unit runs under ansible-test units, as collection maintainers run it.
+test: $(STAMP)
+	$(MAKE) --no-print-directory -k -j2 --output-sync=target pytest ansible-test-legs
+
+ansible-test-legs: sanity units newest-core
 
 # The quick tier for the inner loop (well under 3 minutes): unit tests (the pure cycle decisions, parsing,
 # approval, locks), the simulator's engine and offline mode, and the safety invariants on 72 fleet-days.
@@ -40,9 +45,10 @@ newest-core:
 newest-core-full:
 	NEWEST_CORE_FULL=1 $(PYTHON) tools/newest_core_leg.py
 
-# Everything but tests/unit (`make units` runs it under ansible-test; `make check` under plain pytest).
+# Everything but tests/unit (`make units` runs it under ansible-test; `make check` under plain pytest),
+# on 4 workers.
 pytest: $(STAMP)
-	$(PY) -m pytest --ignore=tests/unit
+	$(PY) -m pytest -n 4 --ignore=tests/unit
 
 # Only the fault matrix (part of `make test`), which rewrites docs/fault-matrix.md.
 fault-table: $(STAMP)
