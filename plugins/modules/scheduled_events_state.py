@@ -17,7 +17,7 @@ description:
     approved; see the P(azure_imds.scheduled_events.cycle_state#filter) filter), so that a later cycle recovers what
     was prepared and never approves an event twice.
   - Refuses content that is not a valid state, writing nothing, so a later cycle never reads a state it cannot trust.
-  - One step where C(ansible.builtin.file) and C(ansible.builtin.copy) take three module runs: the directory is made
+  - One step where C(ansible.builtin.file) and C(ansible.builtin.copy) take three module runs. The directory is made
     (mode 0700) if needed, and the file (mode 0600) is replaced atomically, so a reader sees the old state or the new
     one, never half of it.
 author:

@@ -69,7 +69,9 @@ class RunnerJob:
 
 @pytest.fixture
 def job(tmp_path: Path) -> Iterator[RunnerJob]:
-    fleet = LiveFleet("platform-maintenance", time_scale=20.0, seed=3)  # notices outlast a loaded job
+    # Time scale 10: a 15-minute notice lasts 90 s, so a job slowed by a loaded machine still plans well before
+    # NotBefore is near (prepare_anyway_seconds below), when the event would be left to NotBefore.
+    fleet = LiveFleet("platform-maintenance", time_scale=10.0, seed=3)
     fleet.wait_for_events(timeout=10.0)
     yield RunnerJob(tmp_path / "job", fleet)
     fleet.close()
@@ -77,7 +79,7 @@ def job(tmp_path: Path) -> Iterator[RunnerJob]:
 
 CYCLE_SURVEY = {"prepare_tasks": str(FILES / "prepare_log.yml"), "recover_tasks": str(FILES / "recover_log.yml"),
                 "maintenance_cycle_max_fault_domains_in_maintenance": 1,
-                "maintenance_cycle_prepare_anyway_seconds": 24}  # 480 s at time scale 20
+                "maintenance_cycle_prepare_anyway_seconds": 48}  # 480 s at time scale 10
 
 
 def test_the_cycle_job_runs_under_ansible_runner_and_its_events_rebuild_the_history(job: RunnerJob) -> None:

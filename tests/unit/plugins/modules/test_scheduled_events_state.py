@@ -48,8 +48,8 @@ def test_check_mode_says_what_would_change_and_diff_shows_it(tmp_path: Path) -> 
     (json.dumps(dict(STATE, version=7)), "has version 7"),
     (json.dumps(dict(STATE, events=[{"event_id": "x"}])), "the state to save"),
 ])
-def test_content_that_is_not_a_valid_state_is_refused_and_nothing_is_written(tmp_path: Path, content: str,
-                                                                            fragment: str) -> None:
+def test_content_that_is_not_a_valid_state_is_refused_and_nothing_is_written(
+        tmp_path: Path, content: str, fragment: str) -> None:
     path = tmp_path / "state.json"
     save(path, state_text(STATE))
     before = path.read_text()
