@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 VENV = REPO / ".venv-core-newest"
 REQUIREMENTS = REPO / "requirements-newest-core.txt"
 CANDIDATES = ("python3.12", "python3.13")  # 3.12 first: the line the issue names
-# In `make test` (CI's 30-minute budget): the units and the modules against the live simulator, minus
+# In `make test` (its 20-minute budget): the units and the modules against the live simulator, minus
 # the history callback and the per-scenario parse sweep (controller-side and core-independent; both run
 # on the main line). NEWEST_CORE_FULL=1 (`make newest-core-full`) runs all of tests/modules.
 TESTS = ["tests/unit", "tests/modules/test_modules.py", "tests/modules/test_docs.py",

@@ -130,7 +130,9 @@ def test_wait_for_change_returns_when_the_incarnation_moves(tmp_path: Path, flee
     assert waited["document_incarnation"] > run.of("avset-web-vm1", "read")["document_incarnation"]
     assert waited["diff"]["changed"] is True
     quiet = run.of("avset-web-vm1", "quiet")
-    assert quiet["failed"] is False and quiet["waited"]["changed"] is False and quiet["waited"]["polls"] >= 2
+    # Unchanged at the timeout is not an error. (How many polls fit in 0.5 s depends on the machine's load; the
+    # polling loop itself is a unit test on a virtual clock.)
+    assert quiet["failed"] is False and quiet["waited"]["changed"] is False and quiet["waited"]["polls"] >= 1
 
 
 def test_proxy_variables_pointing_nowhere_change_nothing(tmp_path: Path, fleet: LiveFleet) -> None:

@@ -7,7 +7,11 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.imds import ImdsError
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.info_task import argument_spec, run_info
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.info_task import (
+    argument_spec,
+    run_info,
+    wait_for_document,
+)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import TaskEdges, TaskFailed
 
 COMPUTE = {"name": "vm0", "platformFaultDomain": "1", "platformUpdateDomain": "0", "resourceId": "/rg/vm0",
@@ -67,3 +71,36 @@ def test_a_failed_read_still_names_its_vm() -> None:
     with pytest.raises(TaskFailed) as failure:
         run_info(params(), edges(None, None, []))
     assert failure.value.result["this_vm"]["name"] == "vm0" and failure.value.result["this_vm"]["fault_domain"] == 1
+
+
+class DocumentsInTurn:
+    """IMDS answering each GET with the next incarnation of `incarnations` (the last one repeats)."""
+
+    def __init__(self, incarnations: List[int]) -> None:
+        self.incarnations, self.gets = incarnations, 0
+
+    def get_document_body(self) -> bytes:
+        incarnation = self.incarnations[min(self.gets, len(self.incarnations) - 1)]
+        self.gets += 1
+        return json.dumps({"DocumentIncarnation": incarnation, "Events": []}).encode()
+
+
+class VirtualClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_the_wait_polls_until_the_incarnation_moves() -> None:
+    clock = VirtualClock()
+    imds = DocumentsInTurn([3, 3, 3, 4])
+    parsed, waited = wait_for_document(imds, 3, 60, 1.0, clock=lambda: clock.now, sleep=clock.sleep)
+    assert parsed["document_incarnation"] == 4 and waited == {"changed": True, "polls": 4, "seconds": 3.0}
+
+
+def test_an_unchanged_document_returns_at_the_timeout_without_oversleeping_it() -> None:
+    clock = VirtualClock()
+    parsed, waited = wait_for_document(DocumentsInTurn([3]), 3, 2.5, 1.0, clock=lambda: clock.now, sleep=clock.sleep)
+    assert parsed["document_incarnation"] == 3 and waited == {"changed": False, "polls": 3, "seconds": 2.0}
