@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-test.txt requirements-analysis.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
-.PHONY: demo test ansible-test-legs check invariants sanity units newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-analysis venv clean
+.PHONY: demo test ansible-test-legs check invariants invariant-mutants sanity units newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-analysis venv clean
 
 demo: $(STAMP)
 	$(PY) tools/demo.py
@@ -30,6 +30,10 @@ check: $(STAMP)
 # The safety invariants over 1,008 simulated fleet-days (18 fleet/fault/period combinations x 56 days); minutes.
 invariants: $(STAMP)
 	INVARIANT_EXAMPLES=56 $(PY) -m pytest -q tests/reliability/test_safety_invariants.py
+
+# Each safety fix of cycle_policy reverted in turn, in a scratch copy: the invariants must catch every one.
+invariant-mutants: $(STAMP)
+	$(PY) tools/invariant_mutants.py
 
 sanity: $(STAMP)
 	$(PY) tools/run_ansible_test.py sanity

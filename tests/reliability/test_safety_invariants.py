@@ -45,6 +45,7 @@ class Faults:
     post: float = 0.0      # the approval POST fails (reached IMDS or not): the leader fails
     recover: float = 0.0   # a recover task fails: the host fails, its state is not saved
     widen: float = 0.0     # an event's Resources gains a VM while hosts prepare
+    lost: float = 0.0      # a host is lost after its prepare (unreachable, the job cancelled): nothing more runs
 
 
 @dataclass
@@ -120,6 +121,8 @@ class FleetRun:
             prepared_now[vm] = planned
             if plan["hosts"][vm]["save_first"]:
                 self.save(vm, reads[vm], prepared_now=planned)  # the checkpoint before any approval
+            if self.rng.random() < self.faults.lost:
+                alive.discard(vm)  # nothing after the checkpoint runs on it in this cycle
         if self.rng.random() < self.faults.widen:
             self.widen_an_event(at)
         approved_now: Dict[str, List[str]] = {vm: [] for vm in alive}
@@ -291,7 +294,7 @@ def recover_problems(run: FleetRun, truth: List[Dict[str, Any]], period_s: int) 
 FAULTS = {
     "none": Faults(),
     "failing prepares": Faults(prepare=0.25),
-    "everything fails sometimes": Faults(read=0.1, prepare=0.1, post=0.1, recover=0.1, widen=0.2),
+    "everything fails sometimes": Faults(read=0.1, prepare=0.1, post=0.1, recover=0.1, widen=0.2, lost=0.1),
 }
 
 
