@@ -117,9 +117,16 @@ def report(sim: Simulator, started: float, returncode: int) -> int:
     recovered_all = all({a["host"] for a in actions if a["event_id"] == ev["event_id"] and a["phase"] == "recover"}
                         == set(ev["resources"]) for ev in events)
     ok = returncode == 0 and done and not overlap and recovered_all
+    early = [ev for ev in events if ev["start_reason"] == "approved"]
     analyse()
-    print("Demo " + ("finished: every event prepared, approved, completed and recovered." if ok
-                     else f"did not finish cleanly (ansible-playbook exit {returncode}); see the log."))
+    if not ok:
+        print(f"Demo did not finish cleanly (ansible-playbook exit {returncode}); see the log.")
+    elif len(early) == len(events):
+        print("Demo finished: every event prepared, approved, completed and recovered.")
+    else:  # safe, but slower than the compressed notices on this machine: say so rather than claim it
+        print(f"Demo finished: every event completed and recovered, one fault domain at a time; {len(early)} of "
+              f"{len(events)} prepared and approved early, the others started at NotBefore (the watch's rounds "
+              f"were slower than the demo's compressed notices on this machine).")
     return 0 if ok else 1
 
 
