@@ -26,7 +26,7 @@ from imds_simulator.fleet import FleetSpec, build_fleet  # noqa: E402
 from imds_simulator.server import ServerOptions, Simulator, serve_in_thread  # noqa: E402
 from tools.stage_collection import stage  # noqa: E402
 
-TIME_SCALE = 60.0
+TIME_SCALE = 30.0
 WORK = REPO / "build" / "demo"
 HISTORY = Path.home() / ".ansible" / "scheduled_events" / "demo-history.jsonl"
 
@@ -169,7 +169,7 @@ def main() -> int:
           f"platform maintenance at time scale {TIME_SCALE:g}.")
     command = [str(Path(sys.executable).parent / "ansible-playbook"), "azure_imds.scheduled_events.watch",
                "-i", str(inventory), "-f", "10", "-e", json.dumps({
-                   "watch_seconds": 240, "watch_stop_when_quiet": True, "watch_poll_interval": 0.25,
+                   "watch_seconds": 480, "watch_stop_when_quiet": True, "watch_poll_interval": 0.25,
                    "watch_round_seconds": 10, "watch_quiet_seconds": 8,
                    # the documented examples, opted into (without prepare tasks only user events and
                    # short freezes would be approved early)
