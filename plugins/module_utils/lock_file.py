@@ -35,12 +35,12 @@ def update_under_guard(path, change, timeout=GUARD_TIMEOUT, clock=time.monotonic
     with open(path + ".guard", "a") as guard:
         _acquire(guard, path + ".guard", timeout, clock, sleep)
         try:
-            text = _read(path)
+            text = read_text(path)
             answer = change(text)
             if answer is DELETE:
                 os.unlink(path)
             elif answer is not None:
-                _replace(path, answer)
+                replace_file(path, answer)
             return answer
         finally:
             fcntl.flock(guard.fileno(), fcntl.LOCK_UN)
@@ -63,7 +63,8 @@ def _acquire(guard, name, timeout, clock, sleep):
         sleep(POLL_SECONDS)
 
 
-def _read(path):
+def read_text(path):
+    """The file's text (undecodable bytes replaced), or None when there is no file."""
     try:
         with open(path, "rb") as handle:
             return handle.read().decode("utf-8", "replace")
@@ -71,11 +72,15 @@ def _read(path):
         return None
 
 
-def _replace(path, text):
-    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".lock-")
+def replace_file(path, text, prefix=".lock-"):
+    """Write `text` to `path` in one step (a temporary file, mode 0600, then a rename): a reader sees the old
+    content or the new one, never half of it, even if this process is killed."""
+    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=prefix)
     try:
         with os.fdopen(handle, "w") as stream:
             stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
         os.replace(temporary, path)
     finally:
         if os.path.exists(temporary):

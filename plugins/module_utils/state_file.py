@@ -9,9 +9,9 @@ __metaclass__ = type
 
 import json
 import os
-import tempfile
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import state_problem
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_file import read_text, replace_file
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import TaskFailed
 
 
@@ -31,30 +31,10 @@ def checked_content(content):
     return content if content.endswith("\n") else content + "\n"
 
 
-def current_text(path):
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8", "replace")
-    except FileNotFoundError:
-        return None
-
-
-def write_atomically(path, text):
-    """The directory (0700) if needed, then the file (0600) replaced in one step: a reader sees the old state or
-    the new one, never half of it, even if this process is killed."""
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, 0o700, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".state-")
-    try:
-        with os.fdopen(handle, "w") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, 0o600)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+def write_state(path, text):
+    """The directory (0700) if needed, then the file (0600) replaced atomically."""
+    os.makedirs(os.path.dirname(path) or ".", 0o700, exist_ok=True)
+    replace_file(path, text, prefix=".state-")
 
 
 def run_save(params, edges, check_mode=False, diff_mode=False):
@@ -62,10 +42,10 @@ def run_save(params, edges, check_mode=False, diff_mode=False):
     path = params["path"]
     text = checked_content(params["content"])
     try:
-        before = current_text(path)
+        before = read_text(path)
         changed = before != text
         if changed and not check_mode:
-            write_atomically(path, text)
+            write_state(path, text)
     except (OSError, IOError) as exc:
         raise TaskFailed("cannot save the state file %s (%s)." % (path, exc))
     result = dict(changed=changed, path=path)
