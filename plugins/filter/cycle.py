@@ -78,8 +78,9 @@ def watch_after_round(watch, result):
 
 def watch_done(hosts, hostvars, hosts_in_target):
     watches = [hostvars[host]["watch"] for host in hosts]
-    settings = watches[0]["settings"] if watches else cycle_policy.watch_settings({})
-    return cycle_policy.watch_done([w["book"] for w in watches], int(hosts_in_target), settings, _now())
+    if not watches:
+        return False  # no host in the round: the next round (or the deadline) decides
+    return cycle_policy.watch_done([w["book"] for w in watches], int(hosts_in_target), watches[0]["settings"], _now())
 
 
 class FilterModule(object):
