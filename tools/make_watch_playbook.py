@@ -55,6 +55,14 @@ HEADER = """---
           quiet_seconds: "{{{{ watch_quiet_seconds | default(none) }}}}"
           stop_when_quiet: "{{{{ watch_stop_when_quiet | default(none) }}}}"
 
+    - name: Find the prepare and recover tasks files now, not when the first event arrives
+      ansible.builtin.import_role:
+        name: azure_imds.scheduled_events.maintenance_cycle
+        tasks_from: task_files
+      vars:
+        maintenance_cycle_prepare_tasks: "{{{{ prepare_tasks | default('') }}}}"
+        maintenance_cycle_recover_tasks: "{{{{ recover_tasks | default('') }}}}"
+
 - &rejoin
   name: Watch - bring back the hosts that failed in the last round
   hosts: "{{{{ target | default('azure_vms') }}}}"

@@ -22,14 +22,18 @@ class GuardBusy(OSError):
     """Another process kept the guard longer than the wait allowed; the message names the file and the wait."""
 
 
-def update_under_guard(path, change, timeout=GUARD_TIMEOUT, clock=time.monotonic, sleep=time.sleep):
+def update_under_guard(path, change, timeout=GUARD_TIMEOUT, clock=time.monotonic, sleep=time.sleep, write=True):
     """Call change(text of `path` or None) holding an exclusive flock on `path`.guard, then write what it
     returns (atomically), delete the file on DELETE, or leave it on None. Returns change's answer.
+    With write=False (check mode) only read: no folder, no guard file (writes are atomic, so a read
+    without the guard still sees a whole lock).
 
     The guard makes "read, judge, write" one step between runs on this VM, so two runs can never both
     take a free or expired lock. Nobody holds it for more than a file read and write, so a guard still
     held after `timeout` seconds means a stuck process: raises GuardBusy then (an OSError), and OSError
     for any other failure."""
+    if not write:
+        return change(read_text(path))
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, 0o700, exist_ok=True)
     with open(path + ".guard", "a") as guard:

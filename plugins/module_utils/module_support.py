@@ -68,9 +68,9 @@ class TaskEdges:
     warn: Callable[[str], None]
     send: Optional[Callable[[str, str, Optional[str], float], bytes]] = None
     read_text: Optional[Callable[[str], Optional[str]]] = None
-    # update_lock(path, change): change(text or None) under an exclusive guard (lock_file.py); None
-    # where the VM lock is not supported (Windows VMs)
-    update_lock: Optional[Callable[[str, Callable[[Optional[str]], Any]], Any]] = None
+    # update_lock(path, change, write=True): change(text or None) under an exclusive guard (lock_file.py),
+    # only reading when write is false (check mode); None where the VM lock is not supported (Windows VMs)
+    update_lock: Optional[Callable[..., Any]] = None
 
 
 def utc_now():
@@ -151,7 +151,7 @@ def lock_step(step, path, owner, lease_seconds, edges, check_mode=False):
         return None if check_mode else written
 
     try:
-        edges.update_lock(path, change)
+        edges.update_lock(path, change, write=not check_mode)
     except LockError as exc:
         raise TaskFailed(str(exc), lock=result)
     except (OSError, IOError) as exc:

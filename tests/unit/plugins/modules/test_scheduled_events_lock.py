@@ -58,9 +58,10 @@ def test_an_expired_lock_is_taken_over_with_a_warning(tmp_path: Path) -> None:
 
 
 def test_check_mode_says_what_would_change_and_writes_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "state.json.lock"
+    path = tmp_path / "vm" / "state.json.lock"
     would = lock(path, "run a", "held", check_mode=True)
-    assert would["changed"] is True and would["lock"]["taken"] is False and not path.exists()
+    assert would["changed"] is True and would["lock"]["taken"] is False
+    assert not (tmp_path / "vm").exists(), "regression: check mode made the folder and the lock's guard file"
     lock(path, "run a", "held")
     before = path.read_text()
     would_release = lock(path, "run a", "released", check_mode=True)
