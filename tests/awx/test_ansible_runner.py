@@ -1,6 +1,7 @@
-"""Playbooks run exactly as AWX runs them: ansible-runner, a project folder, an inventory folder,
-survey answers as extra vars, no TTY; the job's events are read back, also through a REST API
-shaped like AWX's (the one boundary this machine cannot reach: a real AWX server)."""
+"""Playbooks run exactly as AWX runs them: ansible-runner, the project an admin makes from awx/project/ (playbooks
+that import the collection's, their own task files), an inventory folder, survey answers as extra vars, no TTY;
+the job's events are read back, also through a REST API shaped like AWX's (the one boundary this machine cannot
+reach: a real AWX server)."""
 from __future__ import annotations
 
 import json
@@ -24,7 +25,7 @@ from tests.conftest import COLLECTIONS_PATH
 from tests.live_fleet import LiveFleet
 
 REPO = Path(__file__).resolve().parents[2]
-FILES = REPO / "tests" / "integration" / "files"
+SKELETON = REPO / "awx" / "project"
 RUNNER = Path(sys.executable).parent / "ansible-runner"
 
 
@@ -33,8 +34,11 @@ class RunnerJob:
 
     def __init__(self, root: Path, fleet: LiveFleet):
         self.root, self.fleet = root, fleet
-        (root / "project").mkdir(parents=True)
-        shutil.copytree(REPO / "playbooks", root / "project" / "playbooks")  # the project checkout
+        self.result: Tuple[int, str] = (-1, "not run")
+        # The project checkout: the admin's own repository, made from the skeleton. The collection itself comes
+        # from the execution environment (ANSIBLE_COLLECTIONS_PATH below), as installed.
+        root.mkdir(parents=True)
+        shutil.copytree(SKELETON, root / "project")
         (root / "inventory").mkdir()
         (root / "env").mkdir()
         self.actions = root / "actions"
@@ -67,24 +71,53 @@ class RunnerJob:
         return sorted(runner_job_events(self.artifacts(ident)), key=lambda e: e["counter"])
 
 
-@pytest.fixture
-def job(tmp_path: Path) -> Iterator[RunnerJob]:
+def new_job(root: Path) -> RunnerJob:
     # Time scale 10: a 15-minute notice lasts 90 s, so a job slowed by a loaded machine still plans well before
     # NotBefore is near (prepare_anyway_seconds below), when the event would be left to NotBefore.
     fleet = LiveFleet("platform-maintenance", time_scale=10.0, seed=3)
     fleet.wait_for_events(timeout=10.0)
-    yield RunnerJob(tmp_path / "job", fleet)
-    fleet.close()
+    return RunnerJob(root, fleet)
 
 
-CYCLE_SURVEY = {"prepare_tasks": str(FILES / "prepare_log.yml"), "recover_tasks": str(FILES / "recover_log.yml"),
+@pytest.fixture
+def job(tmp_path: Path) -> Iterator[RunnerJob]:
+    runner_job = new_job(tmp_path / "job")
+    yield runner_job
+    runner_job.fleet.close()
+
+
+# The survey answers of the cycle template: the task files are the project's, by path relative to its root
+# (where AWX, like ansible-runner, starts ansible-playbook: <private data dir>/project).
+CYCLE_SURVEY = {"prepare_tasks": "maintenance/prepare.yml", "recover_tasks": "maintenance/recover.yml",
                 "maintenance_cycle_max_fault_domains_in_maintenance": 1,
                 "maintenance_cycle_prepare_anyway_seconds": 48}  # 480 s at time scale 10
 
 
-def test_the_cycle_job_runs_under_ansible_runner_and_its_events_rebuild_the_history(job: RunnerJob) -> None:
-    rc, status = job.run("playbooks/cycle.yml", "cycle", CYCLE_SURVEY)
-    assert (rc, status) == (0, "successful")
+@pytest.fixture(scope="module")
+def cycle_job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunnerJob]:
+    """One cycle job, run once for the tests that read it (each real run costs about 20 s of CPU)."""
+    runner_job = new_job(tmp_path_factory.mktemp("cycle") / "job")
+    runner_job.result = runner_job.run("cycle.yml", "cycle", CYCLE_SURVEY)
+    yield runner_job
+    runner_job.fleet.close()
+
+
+def test_the_cycle_job_runs_the_projects_own_prepare_tasks_from_a_relative_survey_answer(cycle_job: RunnerJob) -> None:
+    assert cycle_job.result == (0, "successful")
+    prepared = [e for e in cycle_job.events("cycle") if e["event"] == "runner_on_ok"
+                and e["event_data"].get("task") == "Say what this VM prepares for"]
+    assert prepared, "the project's maintenance/prepare.yml ran"
+    project = cycle_job.root / "project"
+    assert {e["event_data"]["task_path"].rsplit(":", 1)[0] for e in prepared} == \
+        {str(project / "maintenance" / "prepare.yml")}
+    approved = {i for a in cycle_job.fleet.approvals() for i in a["event_ids"]}
+    listed = {vm for e in cycle_job.fleet.truth() if e["event_id"] in approved for vm in e["resources"]}
+    assert approved and listed <= {e["event_data"]["host"] for e in prepared}  # prepared by the project's file
+
+
+def test_the_cycle_job_runs_under_ansible_runner_and_its_events_rebuild_the_history(cycle_job: RunnerJob) -> None:
+    job = cycle_job
+    assert job.result == (0, "successful")
     events = job.events("cycle")
     reads = [e for e in events if e["event"] == "runner_on_ok"
              and e["event_data"].get("resolved_action", "").endswith("scheduled_events_info")]
@@ -106,18 +139,30 @@ def test_the_cycle_job_runs_under_ansible_runner_and_its_events_rebuild_the_hist
 def test_the_approve_job_takes_its_survey_answers_as_text(job: RunnerJob) -> None:
     event = next(e for e in job.fleet.truth() if e["status"] == "Scheduled")
     survey = {"target": "azure_vms", "event_ids": f" {event['event_id'].lower()} "}  # as typed into a survey
-    rc, status = job.run("playbooks/approve.yml", "approve", survey)
+    rc, status = job.run("approve.yml", "approve", survey)
     assert (rc, status) == (0, "successful")
     (approval,) = job.fleet.approvals()
     assert approval["event_ids"] == [event["event_id"]] and approval["vm"] == event["resources"][0]
 
 
 def test_bad_survey_input_fails_the_job_with_the_argument_spec_message(job: RunnerJob) -> None:
-    rc, status = job.run("playbooks/cycle.yml", "bad", dict(CYCLE_SURVEY, maintenance_cycle_max_fault_domains_in_maintenance="two"))
+    rc, status = job.run("cycle.yml", "bad", dict(CYCLE_SURVEY, maintenance_cycle_max_fault_domains_in_maintenance="two"))
     assert rc != 0 and status == "failed"
     messages = [json.dumps(e["event_data"].get("res", {})) for e in job.events("bad") if e["event"] == "runner_on_failed"]
     assert any("maintenance_cycle_max_fault_domains_in_maintenance" in m and "int" in m for m in messages), messages
     assert job.fleet.approvals() == []
+
+
+def test_a_task_file_the_project_does_not_have_fails_the_job_before_any_vm_is_read(job: RunnerJob) -> None:
+    rc, status = job.run("cycle.yml", "missing", dict(CYCLE_SURVEY, prepare_tasks="maintenance/drain.yml"))
+    assert rc != 0 and status == "failed"
+    events = job.events("missing")
+    messages = [e["event_data"]["res"].get("msg", "") for e in events if e["event"] == "runner_on_failed"]
+    assert any("maintenance/drain.yml" in m and str(job.root / "project") in m for m in messages), messages
+    touched = [e for e in events if e["event"].startswith("runner_on_")
+               and e["event_data"].get("resolved_action", "").startswith("azure_imds.scheduled_events.scheduled_events_")]
+    assert touched == []  # no IMDS read, lock or state on any VM (the control-node lock is the controller's)
+    assert job.fleet.approvals() == [] and not (job.root / "state").exists()
 
 
 # ----------------------------------------------------------------- the same events through an AWX-shaped REST API
@@ -155,8 +200,9 @@ class FakeAwxEvents(BaseHTTPRequestHandler):
         pass
 
 
-def test_an_awx_jobs_events_give_the_same_history_as_its_artifacts(job: RunnerJob) -> None:
-    assert job.run("playbooks/cycle.yml", "cycle", CYCLE_SURVEY)[0] == 0
+def test_an_awx_jobs_events_give_the_same_history_as_its_artifacts(cycle_job: RunnerJob) -> None:
+    job = cycle_job
+    assert job.result[0] == 0
     FakeAwxEvents.events = [dict(e, id=i, host_name=e["event_data"].get("host", "")) for i, e in
                             enumerate(job.events("cycle"), start=1)]
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeAwxEvents)
