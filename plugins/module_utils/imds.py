@@ -1,7 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The only code that talks to IMDS: HTTP through ansible.module_utils.urls.
+"""The only code that talks to IMDS: HTTP with the standard library alone.
+
+The modules and the on-VM event relay (which runs without Ansible) share it, so both follow the same
+client rules.
 
 Every request carries `Metadata: true`, never uses a proxy (whatever the
 environment says), never follows a redirect and has an explicit timeout.
@@ -20,10 +23,10 @@ import random
 import socket
 import time
 
-from ansible.module_utils.six.moves.http_client import HTTPException
-from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
-from ansible.module_utils.six.moves.urllib.parse import urlsplit
-from ansible.module_utils.urls import Request
+from http.client import HTTPException
+from urllib.error import HTTPError, URLError
+from urllib.parse import urlsplit
+from urllib.request import HTTPRedirectHandler, ProxyHandler, Request, build_opener
 
 DEFAULT_URL = "http://169.254.169.254"
 SCHEDULED_EVENTS_PATH = "/metadata/scheduledevents"
@@ -31,6 +34,16 @@ COMPUTE_PATH = "/metadata/instance/compute"
 COMPUTE_API_VERSION = "2021-02-01"
 RETRY_STATUSES = (410, 429)
 MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+HEADERS = {"Metadata": "true", "User-Agent": "azure_imds.scheduled_events"}
+
+
+class _NoRedirects(HTTPRedirectHandler):
+    """A 3xx answer stays an HTTPError: IMDS clients never follow redirects."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
 
 
 class ImdsError(Exception):
@@ -73,8 +86,7 @@ class ImdsClient:
         self.attempts = 0
         self._answered = set()
         self._send = send or self._once
-        self._request = Request(use_proxy=False, follow_redirects="none", timeout=self.timeout,
-                                headers={"Metadata": "true"}, http_agent="azure_imds.scheduled_events")
+        self._opener = build_opener(ProxyHandler({}), _NoRedirects())  # no proxy, whatever the environment says
 
     # ---------------------------------------------------------------- public calls
 
@@ -133,8 +145,11 @@ class ImdsClient:
 
     def _once(self, method, url, body, timeout):
         try:
-            response = self._request.open(method, url, data=body, timeout=timeout)
-            data = response.read(MAX_BODY_BYTES + 1)
+            data = None if body is None else body.encode("utf-8")
+            headers = HEADERS if data is None else dict(HEADERS, **{"Content-Type": "application/json"})
+            request = Request(url, data=data, method=method, headers=headers)
+            with self._opener.open(request, timeout=timeout) as response:
+                data = response.read(MAX_BODY_BYTES + 1)
         except HTTPError as exc:
             raise _http_error(method, url, exc)
         except (socket.timeout, TimeoutError):

@@ -35,8 +35,8 @@ def test_a_relative_path_is_taken_from_where_ansible_playbook_runs() -> None:
 
 
 def test_the_collections_own_files_are_never_taken_for_the_users() -> None:
-    """The regression: include_tasks found `maintenance_tasks/prepare_example.yml` in the installed collection."""
-    example = "maintenance_tasks/prepare_example.yml"
+    """The regression: include_tasks would find a relative path among the installed collection's own files."""
+    example = "examples/marker_file/prepare.yml"
     found = resolve_task_files(example, "", places(), files(COLLECTION + "/playbooks/" + example))
     assert found.prepare == ""
     (error,) = found.errors
