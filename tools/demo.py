@@ -2,7 +2,7 @@
 
 Starts the IMDS simulator (3 fault domains, platform maintenance, time scale 100),
 runs `ansible-playbook azure_imds.scheduled_events.watch` against it with the
-shipped example prepare/recover tasks and the history callback enabled, until every
+marker_file example prepare/recover tasks and the history callback enabled, until every
 host is quiet again, then prints what happened, from the simulator's ground truth
 and the example tasks' audit log. The captured history is left at HISTORY.
 """
@@ -68,7 +68,7 @@ def write_inventory(sim: Simulator, work: Path = WORK) -> Path:
         hosts[vm.name] = {"maintenance_cycle_imds_url": sim.vm_url(vm.name),
                           "maintenance_cycle_availability_set": availability_set(sim, vm),
                           "maintenance_cycle_state_path": str(work / "state" / f"{vm.name}.json"),
-                          "maintenance_marker_dir": str(markers)}
+                          "marker_file_dir": str(markers)}
     inventory = work / "inventory.json"
     inventory.write_text(json.dumps({"azure_vms": {"hosts": hosts, "vars": {
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}, indent=1))
@@ -173,8 +173,8 @@ def main() -> int:
                    "watch_round_seconds": 10, "watch_quiet_seconds": 8,
                    # the documented examples, opted into (without prepare tasks only user events and
                    # short freezes would be approved early)
-                   "prepare_tasks": str(REPO / "playbooks/maintenance_tasks/prepare_example.yml"),
-                   "recover_tasks": str(REPO / "playbooks/maintenance_tasks/recover_example.yml"),
+                   "prepare_tasks": str(REPO / "playbooks/examples/marker_file/prepare.yml"),
+                   "recover_tasks": str(REPO / "playbooks/examples/marker_file/recover.yml"),
                    "maintenance_cycle_prepare_anyway_seconds": 480 / TIME_SCALE})]  # the compressed clock
     print("Running: " + " ".join(command[1:4]) + " ... (watch until every host is quiet again)", flush=True)
     with open(WORK / "watch.log", "w") as log:

@@ -2,7 +2,7 @@
 
 A 50-VM availability set receives a random `fleet-mix` stream (60 times busier, so that a
 30-minute run sees tens of events) at time scale 5, which keeps every notice several watch
-rounds long. The real `watch` playbook runs with the shipped example prepare/recover tasks
+rounds long. The real `watch` playbook runs with the marker_file example prepare/recover tasks
 and the history callback on. Afterwards, from the simulator's ground truth, the history and
 the example tasks' audit log, it reports:
 
@@ -118,8 +118,8 @@ def run_watch(options: Options, sim: Simulator, env: Dict[str, str]) -> tuple:
     command = [str(Path(sys.executable).parent / "ansible-playbook"), "azure_imds.scheduled_events.watch",
                "-i", str(write_inventory(sim, WORK)), "-f", str(options.forks), "-e", json.dumps({
                    "watch_seconds": options.minutes * 60, "watch_poll_interval": 1, "watch_round_seconds": 10,
-                   "prepare_tasks": str(REPO / "playbooks/maintenance_tasks/prepare_example.yml"),
-                   "recover_tasks": str(REPO / "playbooks/maintenance_tasks/recover_example.yml"),
+                   "prepare_tasks": str(REPO / "playbooks/examples/marker_file/prepare.yml"),
+                   "recover_tasks": str(REPO / "playbooks/examples/marker_file/recover.yml"),
                    "maintenance_cycle_prepare_anyway_seconds": 480 / options.time_scale})]
     with open(WORK / "watch.log", "w") as log:
         proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=WORK)
