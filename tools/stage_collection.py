@@ -13,7 +13,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 # tests/unit follows ansible-test's layout; tests/integration here is a pytest suite, not
 # ansible-test integration targets, so it is not staged.
-CONTENT = ("galaxy.yml", "README.md", "CHANGELOG.md", "meta", "plugins", "roles", "playbooks", "changelogs", "tests/sanity",
+CONTENT = ("galaxy.yml", "README.md", "CHANGELOG.md", "meta", "plugins", "roles", "playbooks", "extensions", "changelogs",
+           "tests/sanity",
            "tests/unit")
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
 

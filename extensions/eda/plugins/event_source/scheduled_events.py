@@ -1,0 +1,194 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to azure_imds.scheduled_events
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""An Event-Driven Ansible source: the event relays' pushes in, maintenance-cycle events out."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import ssl
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict
+
+from aiohttp import web
+
+# ansible-rulebook loads this file by path: the collection's own module_utils are found from here
+# (<root>/ansible_collections/azure_imds/scheduled_events/extensions/eda/plugins/event_source/this.py).
+_COLLECTIONS_ROOT = str(Path(__file__).resolve().parents[7])
+if _COLLECTIONS_ROOT not in sys.path:
+    sys.path.insert(0, _COLLECTIONS_ROOT)
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.fleet_view import (  # noqa: E402
+    FleetView,
+    Run,
+    ViewSettings,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import (  # noqa: E402
+    MAX_PUSH_BYTES,
+    SIGNATURE_HEADER,
+    PushError,
+    parse_push,
+    verify,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay_program import (  # noqa: E402
+    ConfigError,
+    read_token,
+)
+
+DOCUMENTATION = r"""
+---
+short_description: Receive Azure Scheduled Events relay pushes and start maintenance cycles
+description:
+  - Listens (loopback by default) for the pushes of the event relays on the VMs (role
+    azure_imds.scheduled_events.event_relay). A push must be signed with the shared token; a bad or
+    unauthenticated push gets a 4xx answer and a log line, and never becomes an event.
+  - Keeps the fleet view (each host's last document, whether it is quiet, when it was last heard) and puts
+    one event on the queue when a cycle is needed, naming every host with work (not quiet, or stale: not
+    heard from for stale_seconds). News that arrives while a cycle runs is coalesced into the next event.
+  - A push only starts a cycle; the cycle reads every VM itself, so a forged, replayed or stale push can
+    never cause an approval.
+options:
+  token_file:
+    description: File holding the token the relays sign with (mode 0600, at least 16 characters).
+    type: str
+    required: true
+  host:
+    description: Address to listen on.
+    type: str
+    default: 127.0.0.1
+  port:
+    description: Port to listen on.
+    type: int
+    default: 5081
+  certfile:
+    description: TLS certificate (PEM) to serve HTTPS; with keyfile.
+    type: str
+  keyfile:
+    description: TLS private key (PEM).
+    type: str
+  stale_seconds:
+    description: A host not heard from for this long counts as having work (fail closed).
+    type: float
+    default: 90
+  max_run_seconds:
+    description: A cycle not reported done within this long no longer holds back the next one.
+    type: float
+    default: 900
+  tick_seconds:
+    description: How often the view looks for news and stale hosts.
+    type: float
+    default: 0.25
+"""
+
+EXAMPLES = r"""
+- name: Azure Scheduled Events
+  hosts: all
+  sources:
+    - azure_imds.scheduled_events.scheduled_events:
+        token_file: /etc/azure-imds-relay/token
+        port: 5081
+  rules:
+    - name: A maintenance cycle on the hosts with work
+      condition: event.scheduled_events is defined
+      action:
+        run_playbook:
+          name: azure_imds.scheduled_events.react
+"""
+
+LOG = logging.getLogger("azure_imds.scheduled_events.scheduled_events")
+
+
+class Receiver:
+    """The HTTP side: checks each push, updates the view, and takes "cycle done" reports."""
+
+    def __init__(self, view: FleetView, token: bytes, clock=time.time):
+        self.view = view
+        self.token = token
+        self.clock = clock
+        self.secret = secrets.token_urlsafe(16)  # in done URLs only: a forged report just starts a run sooner
+        self.refused = 0
+
+    async def push(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        try:
+            verify(body, request.headers.get(SIGNATURE_HEADER), self.token, self.clock())
+            message = parse_push(body)
+        except PushError as exc:
+            self.refused += 1
+            LOG.warning("refused a push from %s: %s", request.remote, exc)
+            return web.json_response({"error": str(exc)}, status=exc.status)
+        accepted = self.view.accept(message, self.clock())
+        return web.json_response({"accepted": accepted})
+
+    async def done(self, request: web.Request) -> web.Response:
+        if not secrets.compare_digest(request.match_info["secret"], self.secret):
+            return web.json_response({"error": "unknown run"}, status=404)
+        try:
+            number = int(request.match_info["number"])
+        except ValueError:
+            return web.json_response({"error": "unknown run"}, status=404)
+        return web.json_response({"released": self.view.done(number)})
+
+
+def event_of(run: Run, done_url: str) -> Dict[str, Any]:
+    """The queue event: the hosts with work and why they run. meta.hosts limits the rulebook's playbook run;
+    localhost is in it because the cycle's control-node lock and the done report are plays on the controller."""
+    return {"scheduled_events": {"run": run.number, "hosts": run.hosts, "changed": run.changed, "stale": run.stale,
+                                 "done_url": "%s/%d" % (done_url, run.number)},
+            "meta": {"hosts": run.hosts + ["localhost"]}}
+
+
+def settings_of(args: Dict[str, Any]) -> Dict[str, Any]:
+    """The source's arguments, checked; ConfigError in one sentence."""
+    if not args.get("token_file"):
+        raise ConfigError("token_file is required: the file with the token the relays sign their pushes with.")
+    if bool(args.get("certfile")) != bool(args.get("keyfile")):
+        raise ConfigError("certfile and keyfile go together (HTTPS needs both).")
+    checked = {"host": str(args.get("host", "127.0.0.1")), "port": int(args.get("port", 5081)),
+               "stale_seconds": float(args.get("stale_seconds", 90)),
+               "max_run_seconds": float(args.get("max_run_seconds", 900)),
+               "tick_seconds": float(args.get("tick_seconds", 0.25))}
+    if min(checked["stale_seconds"], checked["max_run_seconds"], checked["tick_seconds"]) <= 0:
+        raise ConfigError("stale_seconds, max_run_seconds and tick_seconds must be positive.")
+    return checked
+
+
+async def main(queue: asyncio.Queue, args: Dict[str, Any]) -> None:
+    settings = settings_of(args)
+    view = FleetView(ViewSettings(settings["stale_seconds"], settings["max_run_seconds"]))
+    receiver = Receiver(view, read_token(args["token_file"]))
+    app = web.Application(client_max_size=MAX_PUSH_BYTES)
+    app.router.add_post("/push", receiver.push)
+    app.router.add_post("/done/{secret}/{number}", receiver.done)
+    context = None
+    if args.get("certfile"):
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(args["certfile"], args["keyfile"])
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, settings["host"], settings["port"], ssl_context=context)
+    await site.start()
+    scheme = "https" if context else "http"
+    done_url = "%s://%s:%d/done/%s" % (scheme, settings["host"], settings["port"], receiver.secret)
+    LOG.info("listening for relay pushes on %s://%s:%d/push", scheme, settings["host"], settings["port"])
+    try:
+        while True:
+            run = view.next_run(time.time())
+            if run is not None:
+                await queue.put(event_of(run, done_url))
+            await asyncio.sleep(settings["tick_seconds"])
+    finally:
+        await runner.cleanup()
+
+
+if __name__ == "__main__":
+    # A hand test: print the events a local relay's pushes cause (token file as the only argument).
+    class _Printer:
+        async def put(self, event: Dict[str, Any]) -> None:
+            print(event)
+
+    asyncio.run(main(_Printer(), {"token_file": sys.argv[1]}))  # type: ignore[arg-type]

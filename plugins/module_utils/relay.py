@@ -1,0 +1,206 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to azure_imds.scheduled_events
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The event relay's decisions, shared by both ends of a push.
+
+On the VM, the relay polls IMDS once a second (roles/event_relay) and asks this module what a poll
+means: a change of the document becomes one history record (the observation schema, plus when the
+previous document was last seen, so that analysis bounds are one poll wide) and one push to the
+controller; between changes, a heartbeat every few seconds says the relay is alive and whether the
+VM is quiet. On the controller, the Event-Driven Ansible source checks pushes with the same code.
+
+A push only triggers a cycle; every decision comes from the cycle's own fresh reads on the VMs. So
+the signature and the replay checks protect against wasted runs, not against unsafe approvals.
+
+Pure: clocks, documents and keys come in as values; I/O is the caller's.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Dict, List, Optional
+
+PUSH_VERSION = 1
+SIGNATURE_HEADER = "X-Scheduled-Events-Signature"
+CHANGE = "change"
+HEARTBEAT = "heartbeat"
+MAX_CLOCK_SKEW_SECONDS = 300.0
+MAX_PUSH_BYTES = 1024 * 1024
+
+
+class PushError(ValueError):
+    """A push that must not become an event; the message is one sentence naming the cause, `status` the
+    HTTP answer (401: not signed with the token, or replayed; 400: signed but malformed)."""
+
+    def __init__(self, message, status=400):
+        super(PushError, self).__init__(message)
+        self.status = status
+
+
+def utc_iso(epoch):
+    # type: (float) -> str
+    """The observation schema's time form: ISO 8601, UTC, milliseconds, Z."""
+    moment = datetime.fromtimestamp(epoch, timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def document_key(document):
+    # type: (Optional[Dict[str, Any]]) -> str
+    """What identifies a document's content: its incarnation and events, canonically ("" when blind)."""
+    if document is None:
+        return ""
+    return json.dumps([document.get("DocumentIncarnation"), document.get("Events")], sort_keys=True,
+                      separators=(",", ":"))
+
+
+def is_quiet(document, state_has_work):
+    # type: (Optional[Dict[str, Any]], bool) -> bool
+    """Nothing to prepare, approve or recover on this VM: a document with no events and no saved work.
+    A VM without a document cannot tell, so it is not quiet (what cannot be seen counts as busy)."""
+    if document is None or state_has_work:
+        return False
+    return not document.get("Events")
+
+
+@dataclass
+class RelaySettings:
+    host: str                      # the VM's inventory hostname, as the controller knows it
+    heartbeat_seconds: float = 30.0
+
+
+@dataclass
+class Step:
+    """What one poll asks the relay to do: keep a history record, push something (or neither)."""
+    record: Optional[Dict[str, Any]] = None
+    push: Optional[Dict[str, Any]] = None
+
+
+@dataclass
+class Tracker:
+    """The relay's memory between polls (held in the relay process; rebuilt from the first poll)."""
+    settings: RelaySettings
+    vm: Dict[str, Any] = field(default_factory=dict)    # the observation schema's vm object
+    key: Optional[str] = None                           # the current document's key; None before a first read
+    document: Optional[Dict[str, Any]] = None
+    seen_at: Optional[float] = None                     # last poll that saw the current document
+    last_push_at: Optional[float] = None
+    last_success_at: Optional[float] = None
+    imds_errors: int = 0
+    last_error: str = ""
+
+    def polled(self, at, document, state_has_work):
+        # type: (float, Optional[Dict[str, Any]], bool) -> Step
+        """A successful poll at `at`: `document` as served (None for an empty 200)."""
+        self.last_success_at = at
+        self.last_error = ""
+        key = document_key(document)
+        if key == self.key:
+            self.seen_at = at
+            return Step(push=self._heartbeat_if_due(at, state_has_work))
+        previous_seen_at = self.seen_at
+        self.key, self.document, self.seen_at = key, document, at
+        record = self._record(at, document, previous_seen_at)
+        return Step(record=record, push=self._push(CHANGE, at, state_has_work, record))
+
+    def failed(self, at, error, state_has_work):
+        # type: (float, str, bool) -> Step
+        """A poll that got no answer: no record (nothing was seen), heartbeats go on and say so."""
+        self.imds_errors += 1
+        self.last_error = error
+        return Step(push=self._heartbeat_if_due(at, state_has_work))
+
+    def _record(self, at, document, previous_seen_at):
+        record = {"observed_at": utc_iso(at), "host": self.settings.host, "vm": dict(self.vm),
+                  "document_incarnation": None, "events": []}
+        if document is not None:
+            events = document.get("Events")
+            record.update(document_incarnation=document.get("DocumentIncarnation"),
+                          events=events if isinstance(events, list) else [])
+        if previous_seen_at is not None:
+            record["previous_observed_at"] = utc_iso(previous_seen_at)
+        return record
+
+    def _heartbeat_if_due(self, at, state_has_work):
+        if self.last_push_at is not None and at - self.last_push_at < self.settings.heartbeat_seconds:
+            return None
+        return self._push(HEARTBEAT, at, state_has_work, None)
+
+    def _push(self, kind, at, state_has_work, record):
+        self.last_push_at = at
+        document = self.document
+        push = {"version": PUSH_VERSION, "kind": kind, "host": self.settings.host, "vm": self.vm.get("name", ""),
+                "sent_at": utc_iso(at), "quiet": is_quiet(document, state_has_work) if self.key is not None
+                else False, "document_available": document is not None,
+                "document_incarnation": (document or {}).get("DocumentIncarnation"),
+                "imds_ok": not self.last_error, "imds_errors": self.imds_errors,
+                "last_success_at": utc_iso(self.last_success_at) if self.last_success_at is not None else None}
+        if record is not None:
+            push["record"] = record
+        return push
+
+
+# ---------------------------------------------------------------------------------------- signing
+
+def sign(body, key, at):
+    # type: (bytes, bytes, float) -> str
+    """The signature header's value: the time and an HMAC-SHA256 of "<time>.<body>"."""
+    stamp = "%d" % int(at)
+    digest = hmac.new(key, stamp.encode("ascii") + b"." + body, hashlib.sha256).hexdigest()
+    return "t=%s,v1=%s" % (stamp, digest)
+
+
+def verify(body, header, key, now, max_skew=MAX_CLOCK_SKEW_SECONDS):
+    # type: (bytes, Optional[str], bytes, float, float) -> None
+    """Raise PushError unless `header` signs `body` with `key` at a time within `max_skew` of `now`."""
+    if not header:
+        raise PushError("the push carries no %s header." % SIGNATURE_HEADER, 401)
+    parts = dict(part.split("=", 1) for part in header.split(",") if "=" in part)
+    stamp, given = parts.get("t", ""), parts.get("v1", "")
+    if not stamp.isdigit() or not given:
+        raise PushError("the push's %s header is not t=<seconds>,v1=<hex>." % SIGNATURE_HEADER, 401)
+    expected = hmac.new(key, stamp.encode("ascii") + b"." + body, hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(expected, given):
+        raise PushError("the push's signature does not match its body (wrong token, or the body was changed).", 401)
+    if abs(now - int(stamp)) > max_skew:
+        raise PushError("the push was signed %d s away from now (more than %d s: a replay, or a clock that is off)."
+                        % (abs(now - int(stamp)), max_skew), 401)
+
+
+def parse_push(body):
+    # type: (bytes) -> Dict[str, Any]
+    """The push, checked for shape; raises PushError in one sentence."""
+    if len(body) > MAX_PUSH_BYTES:
+        raise PushError("the push is larger than %d bytes." % MAX_PUSH_BYTES)
+    try:
+        push = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise PushError("the push is not UTF-8 JSON.")
+    if not isinstance(push, dict) or push.get("version") != PUSH_VERSION:
+        raise PushError("the push is not a version %d relay push." % PUSH_VERSION)
+    if push.get("kind") not in (CHANGE, HEARTBEAT):
+        raise PushError("the push's kind is %r, not change or heartbeat." % (push.get("kind"),))
+    for name in ("host", "relay_id"):
+        if not isinstance(push.get(name), str) or not push[name]:
+            raise PushError("the push names no %s." % name)
+    if not isinstance(push.get("seq"), int) or isinstance(push.get("seq"), bool) or push["seq"] < 1:
+        raise PushError("the push's seq is not a positive integer.")
+    if not isinstance(push.get("quiet"), bool):
+        raise PushError("the push does not say whether the VM is quiet.")
+    return push
+
+
+# ---------------------------------------------------------------------------------------- the spool
+
+def spool_overflow(seqs, max_entries):
+    # type: (List[int], int) -> List[int]
+    """Which spooled pushes to drop when the spool is over `max_entries`: the oldest ones. The newest push
+    always stays, and it carries the latest document, which is all a trigger needs; the full history
+    stays in the VM's own history file."""
+    ordered = sorted(seqs)
+    return ordered[:max(0, len(ordered) - max(1, max_entries))]

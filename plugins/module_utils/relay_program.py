@@ -1,0 +1,352 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to azure_imds.scheduled_events
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The event relay on a Linux VM: one process, the standard library and this collection's own code.
+
+`python3 -m ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay_program CONFIG`
+(the event_relay role installs it as a systemd service). Every second it reads the local IMDS with the
+modules' client (Metadata header, no proxy, no redirects, the first-call budget, empty 200s), and:
+- writes each change of the document to a local history file (observation schema, change-only);
+- spools a push per change (a file per push, written before anything else, so a killed relay loses
+  nothing) and sends the spool in order to the controller, signed, with bounded retries; the spool is
+  bounded too (the oldest pushes go first; the newest always stays);
+- sends a heartbeat every few seconds when the spool is empty.
+What a poll means is decided in relay.py; this file is the I/O around it.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import secrets
+import signal
+import ssl
+import sys
+import threading
+import time
+from dataclasses import dataclass, fields
+from typing import Any, Dict, List, Optional
+from urllib.error import HTTPError, URLError
+from urllib.request import ProxyHandler, Request, build_opener, HTTPSHandler
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import load_state
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.events import DocumentError, compute_facts
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.history_records import record_line, vm_of
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.imds import ImdsClient, ImdsError
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_file import replace_file
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import read_document
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import (
+    SIGNATURE_HEADER,
+    RelaySettings,
+    Tracker,
+    sign,
+    spool_overflow,
+)
+
+
+class ConfigError(ValueError):
+    """A relay configuration it cannot run with; one sentence."""
+
+
+@dataclass
+class RelayConfig:
+    host: str
+    controller_url: str
+    token_file: str
+    state_dir: str
+    imds_url: str = "http://169.254.169.254"
+    api_version: str = "2020-07-01"
+    poll_interval: float = 1.0
+    heartbeat_seconds: float = 30.0
+    cycle_state_path: str = ""            # the maintenance cycle's state file on this VM ("" none)
+    history_path: str = ""                # change-only history ("" none)
+    history_max_bytes: int = 64 * 1024 * 1024
+    spool_max_entries: int = 10000
+    push_timeout: float = 5.0
+    max_backoff: float = 30.0
+    ca_file: str = ""                     # CA bundle for an https controller_url ("" the system's)
+
+    @classmethod
+    def from_file(cls, path):
+        # type: (str) -> RelayConfig
+        try:
+            with open(path) as stream:
+                data = json.load(stream)
+        except (OSError, ValueError) as exc:
+            raise ConfigError("cannot read the relay configuration %s (%s)." % (path, exc))
+        known = set(f.name for f in fields(cls))
+        unknown = sorted(set(data) - known) if isinstance(data, dict) else []
+        if not isinstance(data, dict) or unknown:
+            raise ConfigError("the relay configuration %s has unknown settings %s." % (path, unknown))
+        try:
+            config = cls(**data)
+        except TypeError as exc:
+            raise ConfigError("the relay configuration %s lacks a setting (%s)." % (path, exc))
+        config.check()
+        return config
+
+    def check(self):
+        if not self.controller_url.startswith(("http://", "https://")):
+            raise ConfigError("controller_url %r is not an http:// or https:// URL." % self.controller_url)
+        if self.poll_interval <= 0 or self.heartbeat_seconds <= 0 or self.push_timeout <= 0:
+            raise ConfigError("poll_interval, heartbeat_seconds and push_timeout must be positive.")
+        if self.spool_max_entries < 1:
+            raise ConfigError("spool_max_entries must be at least 1.")
+
+
+def read_token(path):
+    # type: (str) -> bytes
+    """The shared key: a file the relay alone may read (not group- or world-readable)."""
+    try:
+        mode = os.stat(path).st_mode
+        with open(path, "rb") as stream:
+            token = stream.read().strip()
+    except OSError as exc:
+        raise ConfigError("cannot read the token file %s (%s)." % (path, exc))
+    if mode & 0o077:
+        raise ConfigError("the token file %s is readable by others (mode %o); make it 0600." % (path, mode & 0o777))
+    if len(token) < 16:
+        raise ConfigError("the token in %s is shorter than 16 characters." % path)
+    return token
+
+
+class Spool:
+    """Pushes waiting for the controller: one file each (<seq>.json), written atomically, sent in order."""
+
+    def __init__(self, directory, max_entries):
+        self.directory = os.path.join(directory, "spool")
+        self.max_entries = max_entries
+        os.makedirs(self.directory, 0o700, exist_ok=True)
+        self.relay_id = self._relay_id(directory)
+        self.next_seq = max(self.seqs() + [self._saved_seq(directory)]) + 1
+        self._seq_path = os.path.join(directory, "last_seq")
+        self.dropped = 0
+
+    @staticmethod
+    def _relay_id(directory):
+        path = os.path.join(directory, "relay_id")
+        try:
+            with open(path) as stream:
+                return stream.read().strip()
+        except FileNotFoundError:
+            value = secrets.token_hex(8)  # a new spool is a new sequence: the controller must not drop it
+            replace_file(path, value)
+            return value
+
+    @staticmethod
+    def _saved_seq(directory):
+        try:
+            with open(os.path.join(directory, "last_seq")) as stream:
+                return int(stream.read().strip() or 0)
+        except (FileNotFoundError, ValueError):
+            return 0
+
+    def seqs(self):
+        # type: () -> List[int]
+        return sorted(int(n[:-5]) for n in os.listdir(self.directory) if n.endswith(".json") and n[:-5].isdigit())
+
+    def stamp(self, push):
+        # type: (Dict[str, Any]) -> Dict[str, Any]
+        """The push with this relay's id and the next sequence number (saved before it is used)."""
+        seq = self.next_seq
+        self.next_seq += 1
+        replace_file(self._seq_path, str(seq))
+        return dict(push, relay_id=self.relay_id, seq=seq)
+
+    def add(self, push):
+        # type: (Dict[str, Any]) -> None
+        replace_file(os.path.join(self.directory, "%d.json" % push["seq"]), json.dumps(push, separators=(",", ":")))
+        for seq in spool_overflow(self.seqs(), self.max_entries):
+            self.remove(seq)
+            self.dropped += 1
+
+    def oldest(self):
+        # type: () -> Optional[Dict[str, Any]]
+        for seq in self.seqs():
+            try:
+                with open(os.path.join(self.directory, "%d.json" % seq)) as stream:
+                    return json.load(stream)
+            except (OSError, ValueError):
+                self.remove(seq)  # a spool file is replaced atomically, so this is not a torn write
+        return None
+
+    def remove(self, seq):
+        try:
+            os.unlink(os.path.join(self.directory, "%d.json" % seq))
+        except FileNotFoundError:
+            pass
+
+
+class History:
+    """The VM's own change-only history: one JSON line per change, rotated once at a size bound."""
+
+    def __init__(self, path, max_bytes):
+        self.path = path
+        self.max_bytes = max_bytes
+
+    def append(self, record):
+        if not self.path:
+            return
+        line = record_line(record)
+        try:
+            if os.path.exists(self.path) and os.path.getsize(self.path) + len(line) > self.max_bytes:
+                os.replace(self.path, self.path + ".1")
+            with open(self.path, "ab") as stream:
+                stream.write(line)
+        except OSError as exc:
+            log("cannot write the history file %s (%s); the relay goes on." % (self.path, exc))
+
+
+def log(message):
+    sys.stderr.write("azure-imds-relay: %s\n" % message)
+    sys.stderr.flush()
+
+
+class Sender:
+    """Sends the spool to the controller in order, in a thread of its own; heartbeats only when it is empty."""
+
+    def __init__(self, config, spool, token, stop):
+        self.config = config
+        self.spool = spool
+        self.token = token
+        self.stop = stop
+        self.wake = threading.Event()
+        self.heartbeat = None   # type: Optional[Dict[str, Any]]
+        self.failures = 0
+        self.sent = 0
+        handlers = [ProxyHandler({})]
+        if config.controller_url.startswith("https://"):
+            context = ssl.create_default_context(cafile=config.ca_file or None)
+            handlers.append(HTTPSHandler(context=context))
+        self.opener = build_opener(*handlers)
+
+    def offer_heartbeat(self, push):
+        self.heartbeat = push
+        self.wake.set()
+
+    def run(self):
+        while not self.stop.is_set():
+            push = self.spool.oldest()
+            spooled = push is not None
+            if push is None and self.heartbeat is not None:
+                push, self.heartbeat = self.spool.stamp(self.heartbeat), None
+            if push is None:
+                self.wake.wait(1.0)
+                self.wake.clear()
+                continue
+            if self.post(push):
+                self.failures = 0
+                self.sent += 1
+                if spooled:
+                    self.spool.remove(push["seq"])
+            elif spooled:
+                self.failures += 1
+                self.stop.wait(min(self.config.max_backoff, 0.5 * 2 ** min(self.failures, 10)))
+
+    def post(self, push):
+        # type: (Dict[str, Any]) -> bool
+        body = json.dumps(push, separators=(",", ":")).encode("utf-8")
+        request = Request(self.config.controller_url, data=body, method="POST", headers={
+            "Content-Type": "application/json", SIGNATURE_HEADER: sign(body, self.token, time.time())})
+        try:
+            with self.opener.open(request, timeout=self.config.push_timeout) as response:
+                response.read()
+            return True
+        except HTTPError as exc:
+            if self.failures % 30 == 0:
+                log("the controller refused a push with HTTP %d (%s); it stays in the spool."
+                    % (exc.code, exc.read()[:200].decode("utf-8", "replace")))
+        except (URLError, OSError, ValueError) as exc:
+            if self.failures % 30 == 0:
+                log("cannot reach the controller at %s (%s); pushes wait in the spool."
+                    % (self.config.controller_url, exc))
+        return False
+
+
+def has_saved_work(path):
+    # type: (str) -> bool
+    """Whether the cycle state on this VM still owes something (a corrupt state counts as work)."""
+    if not path:
+        return False
+    try:
+        with open(os.path.expanduser(path)) as stream:
+            text = stream.read()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    state, status = load_state(text)[:2]
+    return status == "corrupt" or bool(state and state["events"])
+
+
+class Relay:
+    def __init__(self, config, token, stop=None, clock=time.time):
+        self.config = config
+        self.stop = stop or threading.Event()
+        self.clock = clock
+        self.client = ImdsClient(base_url=config.imds_url, api_version=config.api_version, timeout=2.0, retries=0)
+        self.tracker = Tracker(RelaySettings(host=config.host, heartbeat_seconds=config.heartbeat_seconds))
+        self.spool = Spool(config.state_dir, config.spool_max_entries)
+        self.history = History(config.history_path, config.history_max_bytes)
+        self.sender = Sender(config, self.spool, token, self.stop)
+
+    def identify(self):
+        """The VM's identity from compute metadata (retried until it answers: the first call may take minutes)."""
+        while not self.stop.is_set():
+            try:
+                facts = compute_facts(self.client.get_compute())
+                self.tracker.vm = vm_of(self.config.host, facts)
+                return
+            except (ImdsError, DocumentError) as exc:
+                log("cannot read this VM's compute metadata yet (%s)." % exc)
+                self.stop.wait(self.config.poll_interval)
+
+    def poll_once(self):
+        now = self.clock()
+        work = has_saved_work(self.config.cycle_state_path)
+        try:
+            parsed = read_document(self.client)
+        except (ImdsError, DocumentError) as exc:
+            step = self.tracker.failed(now, str(exc), work)
+        else:
+            step = self.tracker.polled(now, None if parsed is None else parsed["raw"], work)
+        if step.record is not None:
+            self.spool.add(self.spool.stamp(step.push))   # spooled first: a kill after this loses nothing
+            self.sender.wake.set()
+            self.history.append(step.record)
+        elif step.push is not None:
+            self.sender.offer_heartbeat(step.push)
+
+    def run(self):
+        thread = threading.Thread(target=self.sender.run, name="sender", daemon=True)
+        self.identify()
+        thread.start()
+        next_poll = self.clock()
+        while not self.stop.is_set():
+            self.poll_once()
+            next_poll += self.config.poll_interval
+            self.stop.wait(max(0.0, next_poll - self.clock()))
+        thread.join(timeout=self.config.push_timeout + 1)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        sys.stderr.write("usage: relay_program CONFIG.json\n")
+        return 2
+    try:
+        config = RelayConfig.from_file(argv[0])
+        relay = Relay(config, read_token(config.token_file))
+    except (ConfigError, OSError) as exc:
+        log(str(exc))
+        return 2
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: relay.stop.set())
+    relay.run()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

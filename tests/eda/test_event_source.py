@@ -1,0 +1,189 @@
+"""The Event-Driven Ansible source, loaded by path as ansible-rulebook loads it, fed over real HTTP.
+
+The queue is a plain asyncio.Queue, the one thing ansible-rulebook would hand the source (a queue
+double, as ansible.eda's own source tests use).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import importlib.util
+import socket
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+import pytest
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import SIGNATURE_HEADER, sign
+from tests.conftest import COLLECTIONS_PATH
+
+SOURCE = Path(COLLECTIONS_PATH, "ansible_collections", "azure_imds", "scheduled_events", "extensions", "eda",
+              "plugins", "event_source", "scheduled_events.py")
+TOKEN = b"source-test-token-0123456789"
+REBOOT = {"EventId": "A1", "EventType": "Reboot", "EventStatus": "Scheduled", "Resources": ["vm0"]}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def push(host: str, seq: int, quiet: bool, events=(), kind: str = "change", relay_id: str = "r1") -> Dict[str, Any]:
+    message = {"version": 1, "kind": kind, "host": host, "relay_id": relay_id + host, "seq": seq, "quiet": quiet,
+               "document_available": True}
+    if kind == "change":
+        message["record"] = {"document_incarnation": seq, "events": list(events)}
+    return message
+
+
+def post(url: str, body: bytes, header: Optional[str]) -> Tuple[int, Dict[str, Any]]:
+    headers = {"Content-Type": "application/json"}
+    if header is not None:
+        headers[SIGNATURE_HEADER] = header
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def signed(message: Dict[str, Any], key: bytes = TOKEN, at: Optional[float] = None) -> Tuple[bytes, str]:
+    body = json.dumps(message).encode()
+    return body, sign(body, key, time.time() if at is None else at)
+
+
+def load_source() -> Any:
+    """The plugin as a module of its own, from its file (ansible-rulebook uses runpy.run_path, which
+    Ansible's collection finder, loaded in this test process by pytest-ansible, intercepts)."""
+    spec = importlib.util.spec_from_file_location("scheduled_events_source", SOURCE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Source:
+    """The plugin's main() running in this test's event loop, on a free loopback port."""
+
+    def __init__(self, tmp_path: Path, **args: Any):
+        token = tmp_path / "token"
+        token.write_bytes(TOKEN)
+        token.chmod(0o600)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.args = dict({"token_file": str(token), "port": self.port, "tick_seconds": 0.05}, **args)
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.main = load_source().main
+
+    async def send(self, message: Dict[str, Any], **how: Any) -> Tuple[int, Dict[str, Any]]:
+        body, header = signed(message, **how)
+        return await asyncio.to_thread(post, self.url + "/push", body, header)
+
+    async def event(self, timeout: float = 3.0) -> Dict[str, Any]:
+        return await asyncio.wait_for(self.queue.get(), timeout)
+
+
+async def started(source: Source) -> asyncio.Task:
+    task = asyncio.create_task(source.main(source.queue, source.args))
+    for _ in range(100):
+        try:
+            with socket.create_connection(("127.0.0.1", source.port), timeout=0.1):
+                return task
+        except OSError:
+            await asyncio.sleep(0.05)
+    raise AssertionError("the source did not listen")
+
+
+def test_a_new_event_on_two_vms_becomes_one_cycle_event_naming_both(tmp_path: Path) -> None:
+    async def scenario() -> Dict[str, Any]:
+        source = Source(tmp_path)
+        task = await started(source)
+        for host in ("vm0", "vm1", "vm2"):
+            assert (await source.send(push(host, 1, quiet=True)))[0] == 200
+        for host in ("vm0", "vm1"):
+            await source.send(push(host, 2, quiet=False, events=[REBOOT]))
+        event = await source.event()
+        assert source.queue.empty()
+        task.cancel()
+        return event
+
+    whole = asyncio.run(scenario())
+    assert whole["meta"]["hosts"] == ["vm0", "vm1", "localhost"], "the playbook's limit, controller plays included"
+    event = whole["scheduled_events"]
+    assert event["hosts"] == ["vm0", "vm1"] and event["changed"] == ["vm0", "vm1"] and event["stale"] == []
+    assert event["done_url"].startswith("http://127.0.0.1:") and event["done_url"].endswith("/1")
+
+
+@pytest.mark.parametrize("case, status, fragment", [
+    ("unsigned", 401, "carries no"),
+    ("wrong token", 401, "does not match"),
+    ("replayed an hour later", 401, "signed 3600 s away"),
+    ("malformed", 400, "seq is not a positive"),
+])
+def test_bad_pushes_get_a_4xx_and_never_become_events(tmp_path: Path, case: str, status: int, fragment: str,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> Tuple[int, Dict[str, Any]]:
+        source = Source(tmp_path)
+        task = await started(source)
+        message = push("vm0", 1, quiet=False, events=[REBOOT])
+        if case == "unsigned":
+            answer = await asyncio.to_thread(post, source.url + "/push", json.dumps(message).encode(), None)
+        elif case == "wrong token":
+            answer = await source.send(message, key=b"somebody else's token!!")
+        elif case == "replayed an hour later":
+            answer = await source.send(message, at=time.time() - 3600)
+        else:
+            answer = await source.send(dict(message, seq=0))
+        await asyncio.sleep(0.3)
+        assert source.queue.empty(), "nothing reaches the rulebook"
+        task.cancel()
+        return answer
+
+    code, body = asyncio.run(scenario())
+    assert code == status and fragment in body["error"]
+    assert any(fragment in r.getMessage() for r in caplog.records), "a log line names the cause"
+
+
+def test_news_during_a_cycle_waits_for_its_done_report_and_comes_as_one_event(tmp_path: Path) -> None:
+    async def scenario() -> Tuple[Dict[str, Any], Dict[str, Any], bool]:
+        source = Source(tmp_path)
+        task = await started(source)
+        await source.send(push("vm0", 1, quiet=False, events=[REBOOT]))
+        first = (await source.event())["scheduled_events"]
+        for seq in range(2, 12):  # a flood while the first cycle runs
+            await source.send(push("vm1", seq, quiet=False, events=[dict(REBOOT, EventId=f"E{seq}")]))
+        await asyncio.sleep(0.3)
+        held = source.queue.empty()
+        await asyncio.to_thread(post, first["done_url"], b"", None)
+        second = (await source.event())["scheduled_events"]
+        await asyncio.sleep(0.3)
+        assert source.queue.empty()
+        task.cancel()
+        return first, second, held
+
+    first, second, held = asyncio.run(scenario())
+    assert held, "no second event while the first cycle runs"
+    assert first["hosts"] == ["vm0"] and second["changed"] == ["vm1"] and second["hosts"] == ["vm0", "vm1"]
+
+
+def test_a_host_that_falls_silent_is_put_into_a_cycle_once(tmp_path: Path) -> None:
+    async def scenario() -> Dict[str, Any]:
+        source = Source(tmp_path, stale_seconds=0.5)
+        task = await started(source)
+        await source.send(push("vm0", 1, quiet=True))
+        event = await source.event(timeout=3)
+        task.cancel()
+        return event
+
+    event = asyncio.run(scenario())["scheduled_events"]
+    assert event["stale"] == ["vm0"] and event["hosts"] == ["vm0"]
+
+
+def test_a_missing_token_file_is_one_sentence(tmp_path: Path) -> None:
+    source = Source(tmp_path)
+    with pytest.raises(Exception, match="token_file is required"):
+        asyncio.run(source.main(source.queue, {"port": source.port}))

@@ -1,0 +1,122 @@
+"""The event-driven path end to end: relays as local processes on the simulator's VM roots, the real
+ansible-rulebook (Java) with the collection's rulebook and source, and the real cycle it runs.
+
+Time scale 30: a 15-minute notice lasts 30 s, so the path must prepare and approve within seconds.
+Assertions are on the simulator's ground truth and the prepare/recover log, never on absolute times.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, List
+
+import yaml
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import SIGNATURE_HEADER, sign
+from imds_simulator.fleet import FleetSpec
+from tests.integration.runner import FILES, CycleBench
+from tests.live_fleet import LiveFleet
+from tests.relay.test_relay_process import RelayBench, free_port, wait_for
+
+BIN = Path(sys.executable).parent
+TOKEN = b"rulebook-test-token-0123456789"
+CYCLE_PLAY = "PLAY [Azure Scheduled Events maintenance cycle]"
+
+
+
+def listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def forged_push(port: int, host: str, event: dict) -> int:
+    """A push signed with the real token (the worst case: a stolen token) claiming an event IMDS never served."""
+    import urllib.request
+    body = json.dumps({"version": 1, "kind": "change", "host": host, "relay_id": "forger", "seq": 1, "quiet": False,
+                       "document_available": True,
+                       "record": {"document_incarnation": 99, "events": [event]}}).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/push", data=body, method="POST", headers={
+        "Content-Type": "application/json", SIGNATURE_HEADER: sign(body, TOKEN, time.time())})
+    with urllib.request.urlopen(request, timeout=5) as answer:
+        return answer.status
+
+
+def test_relays_and_the_rulebook_prepare_approve_and_recover_and_a_forged_push_approves_nothing(
+        tmp_path: Path) -> None:
+    assert shutil.which("java"), "ansible-rulebook needs Java 17+: apt-get install openjdk-17-jre-headless"
+    fleet = LiveFleet(None, time_scale=30.0, fleet=FleetSpec(vms=3, fault_domains=3))
+    bench = CycleBench(fleet, tmp_path)
+    inventory = json.loads(bench.inventory.read_text())
+    inventory["azure_vms"]["vars"]["maintenance_cycle_prepare_anyway_seconds"] = 480 / 30.0
+    bench.inventory.write_text(json.dumps(inventory))
+    token = tmp_path / "token"
+    token.write_bytes(TOKEN)
+    token.chmod(0o600)
+    port = free_port()
+    (tmp_path / "vars.yml").write_text(yaml.safe_dump({
+        "token_file": str(token), "listen_port": port,
+        "prepare_tasks": str(FILES / "prepare_log.yml"), "recover_tasks": str(FILES / "recover_log.yml")}))
+    home = tmp_path / "home"
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home), PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", ANSIBLE_NOCOLOR="1",
+               PYTHONUNBUFFERED="1")
+    log = (tmp_path / "rulebook.log").open("w")
+    rulebook = subprocess.Popen([str(BIN / "ansible-rulebook"), "-r", "azure_imds.scheduled_events.scheduled_events",
+                                 "-i", str(bench.inventory), "--vars", str(tmp_path / "vars.yml")],
+                                cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+    relays: List[RelayBench] = []
+    output: Callable[[], str] = lambda: (tmp_path / "rulebook.log").read_text()  # noqa: E731
+    try:
+        wait_for(lambda: listening(port) or rulebook.poll() is not None, 120, "the source to listen")
+        assert rulebook.poll() is None, output()[-3000:]
+        for vm in fleet.vms:
+            relay = RelayBench(tmp_path, fleet, vm, port, token=TOKEN, heartbeat_seconds=2.0, poll_interval=0.5,
+                               cycle_state_path=str(bench.state_path(vm)))
+            relay.start()
+            relays.append(relay)
+        wait_for(lambda: all(r.records() for r in relays), 60, "every relay's first document")
+        vm0 = fleet.vms[0]
+        injected = time.time()
+        (event_id,) = fleet.inject({"key": "reboot", "type": "Reboot", "notice_s": 900, "resources": {"names": [vm0]}})
+        wait_for(lambda: bench.actions("recover"), 180, "the recover after the event is gone\n" + output()[-2000:])
+        (event,) = fleet.truth()
+        approvals = fleet.approvals()
+        (prepare,) = bench.actions("prepare")
+        (recover,) = bench.actions("recover")
+        print(f"reaction (event injected -> prepare started): {prepare['at'] - injected:.1f} s")
+
+        # A forged push (signed, but claiming an event that IMDS never served) starts a cycle: it approves nothing.
+        runs_before = output().count(CYCLE_PLAY)
+        assert forged_push(port, fleet.vms[1], {"EventId": "F0RGED", "EventType": "Reboot", "EventStatus": "Scheduled",
+                                                "Resources": [fleet.vms[1]], "NotBefore": ""}) == 200
+        wait_for(lambda: output().count(CYCLE_PLAY) > runs_before and "PLAY RECAP" in output().rsplit(CYCLE_PLAY, 1)[1],
+                 120, "the cycle the forged push started")
+        after_forgery = fleet.approvals()
+    finally:
+        for relay in relays:
+            relay.stop()
+        rulebook.terminate()
+        rulebook.wait(timeout=30)
+        log.close()
+        fleet.close()
+    assert prepare["host"] == vm0 and prepare["event_id"] == event_id
+    assert [a["event_ids"] for a in approvals] == [[event_id]] and approvals[0]["vm"] == vm0
+    assert prepare["at"] < datetime_epoch(approvals[0]["at"]), "prepared before the approval"
+    assert event["start_reason"] == "approved", "approved early, within the compressed notice"
+    assert recover["host"] == vm0 and recover["at"] > datetime_epoch(event["removed_at"])
+    assert after_forgery == approvals, "the forged push approved nothing"
+    assert len(bench.actions("prepare")) == 1, "and prepared nothing"
+
+
+def datetime_epoch(iso: str) -> float:
+    from datetime import datetime
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()

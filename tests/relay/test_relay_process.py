@@ -1,0 +1,236 @@
+"""The event relay as a real process, on an interpreter without Ansible, against the simulator over HTTP.
+
+The controller here is the test's own receiver, which checks each push with the same relay.verify and
+parse_push the Event-Driven Ansible source uses. Clocks are compressed: notices of seconds, not minutes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional
+
+import jsonschema
+import pytest
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import (
+    SIGNATURE_HEADER,
+    PushError,
+    parse_push,
+    verify,
+)
+from imds_simulator.fleet import FleetSpec
+from tests.conftest import COLLECTIONS_PATH
+from tests.live_fleet import LiveFleet
+
+TOKEN = b"relay-test-token-0123456789"
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "observation.schema.json").read_text())
+PLAIN_PYTHON = getattr(sys, "_base_executable", sys.executable)  # no Ansible installed there
+
+
+class Receiver:
+    """A controller stand-in: verifies, records and answers each push (401 for a bad signature)."""
+
+    def __init__(self, port: int = 0, token: bytes = TOKEN):
+        self.pushes: List[Dict[str, Any]] = []
+        self.refused: List[str] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                try:
+                    verify(body, self.headers.get(SIGNATURE_HEADER), token, time.time())
+                    receiver.pushes.append(parse_push(body))
+                    self.send_response(204)
+                except PushError as exc:
+                    receiver.refused.append(str(exc))
+                    self.send_response(401)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def changes(self) -> List[Dict[str, Any]]:
+        return [p for p in self.pushes if p["kind"] == "change"]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class RelayBench:
+    def __init__(self, tmp_path: Path, fleet: LiveFleet, vm: str, port: int, **settings: Any):
+        self.dir = tmp_path / vm
+        self.dir.mkdir(exist_ok=True)
+        token = self.dir / "token"
+        token.write_bytes(settings.pop("token", TOKEN))
+        token.chmod(0o600)
+        self.history = self.dir / "history.jsonl"
+        self.config = self.dir / "relay.json"
+        self.config.write_text(json.dumps(dict({
+            "host": vm, "controller_url": f"http://127.0.0.1:{port}/push", "token_file": str(token),
+            "state_dir": str(self.dir / "state"), "imds_url": fleet.url(vm), "poll_interval": 0.2,
+            "heartbeat_seconds": 1.0, "history_path": str(self.history)}, **settings)))
+        self.process: Optional[subprocess.Popen] = None
+
+    def start(self) -> None:
+        env = dict(os.environ, PYTHONPATH=COLLECTIONS_PATH)
+        self.process = subprocess.Popen(
+            [PLAIN_PYTHON, "-m", "ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay_program",
+             str(self.config)], env=env, stderr=subprocess.PIPE, text=True)
+
+    def stop(self, how: int = signal.SIGTERM) -> str:
+        assert self.process is not None
+        self.process.send_signal(how)
+        _, stderr = self.process.communicate(timeout=10)
+        return stderr
+
+    def records(self) -> List[Dict[str, Any]]:
+        if not self.history.exists():
+            return []
+        return [json.loads(line) for line in self.history.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture
+def fleet() -> Iterator[LiveFleet]:
+    live = LiveFleet(None, time_scale=60.0, fleet=FleetSpec(vms=2, fault_domains=2))
+    yield live
+    live.close()
+
+
+REBOOT = {"key": "reboot", "type": "Reboot", "notice_s": 900}
+
+
+def test_a_change_reaches_the_controller_within_a_second_or_two_with_one_second_bounds(
+        tmp_path: Path, fleet: LiveFleet) -> None:
+    receiver = Receiver()
+    vm = fleet.vms[0]
+    relay = RelayBench(tmp_path, fleet, vm, receiver.port)
+    relay.start()
+    try:
+        wait_for(lambda: receiver.changes(), 30, "the first document")
+        wait_for(lambda: any(p["kind"] == "heartbeat" for p in receiver.pushes), 10, "a heartbeat")
+        assert receiver.pushes[-1]["quiet"] is True
+        injected = time.time()
+        (event_id,) = fleet.inject(dict(REBOOT, resources={"names": [vm]}))
+        change = wait_for(lambda: [p for p in receiver.changes() if p["record"]["events"]], 10, "the change")[0]
+        arrived = time.time()
+    finally:
+        relay.stop()
+        receiver.close()
+    assert arrived - injected < 3.0, "polled every 0.2 s here, pushed at once"
+    assert change["record"]["events"][0]["EventId"] == event_id and change["quiet"] is False
+    assert change["host"] == vm and change["vm"] == vm
+    for record in relay.records():
+        jsonschema.validate(record, SCHEMA)  # the one observation schema, from the relay too
+    first, second = relay.records()[:2]
+    assert "previous_observed_at" not in first and second["events"][0]["EventId"] == event_id
+    gap = (_epoch(second["observed_at"]) - _epoch(second["previous_observed_at"]))
+    assert 0 < gap <= 0.2 + 0.5, "the change lies between two consecutive polls"
+    seqs = [p["seq"] for p in receiver.pushes]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), "one sequence, in order, no duplicate"
+
+
+def test_pushes_wait_in_the_spool_while_the_controller_is_down_and_arrive_in_order(
+        tmp_path: Path, fleet: LiveFleet) -> None:
+    port = free_port()
+    vm = fleet.vms[0]
+    relay = RelayBench(tmp_path, fleet, vm, port)
+    relay.start()
+    try:
+        wait_for(relay.records, 30, "the first document recorded on the VM")
+        for n in range(3):  # three changes while nobody listens
+            (event_id,) = fleet.inject(dict(REBOOT, key=f"r{n}", resources={"names": [vm]}))
+            wait_for(lambda: any(event_id in json.dumps(r) for r in relay.records()), 10, f"change {n} on the VM")
+        spooled = len(list((relay.dir / "state" / "spool").glob("*.json")))
+        receiver = Receiver(port)
+        wait_for(lambda: len(receiver.changes()) >= len(relay.records()), 40, "the spool to drain")
+        receiver.close()
+    finally:
+        relay.stop()
+    assert spooled >= 4, "every change waited in the spool"
+    recorded = relay.records()
+    assert len(recorded) >= 4
+    assert [c["record"] for c in receiver.changes()[:len(recorded)]] == recorded, "every change, in order"
+    assert not list((relay.dir / "state" / "spool").glob("*.json")), "sent pushes leave the spool"
+
+
+def test_a_relay_killed_and_restarted_loses_no_change(tmp_path: Path, fleet: LiveFleet) -> None:
+    port = free_port()
+    vm = fleet.vms[0]
+    relay = RelayBench(tmp_path, fleet, vm, port)
+    relay.start()
+    (event_id,) = fleet.inject(dict(REBOOT, resources={"names": [vm]}))
+    wait_for(lambda: any(r["events"] for r in relay.records()), 10, "the change recorded")
+    relay.stop(signal.SIGKILL)  # the controller never got it
+    relay.start()
+    receiver = Receiver(port)
+    try:
+        wait_for(lambda: any(c["record"]["events"] for c in receiver.changes()), 20, "the change after restart")
+        wait_for(lambda: any(p["kind"] == "heartbeat" for p in receiver.pushes), 10, "a heartbeat")
+    finally:
+        relay.stop()
+        receiver.close()
+    relay_ids = {p["relay_id"] for p in receiver.pushes}
+    seqs = [p["seq"] for p in receiver.pushes]
+    assert len(relay_ids) == 1 and len(seqs) == len(set(seqs)), "one spool, no sequence number reused"
+    assert any(c["record"]["events"] and c["record"]["events"][0]["EventId"] == event_id for c in receiver.changes())
+
+
+def test_a_wrong_token_is_refused_and_nothing_is_lost(tmp_path: Path, fleet: LiveFleet) -> None:
+    receiver = Receiver()
+    vm = fleet.vms[0]
+    relay = RelayBench(tmp_path, fleet, vm, receiver.port, token=b"not-the-controllers-token")
+    relay.start()
+    try:
+        wait_for(lambda: receiver.refused, 10, "a refused push")
+        time.sleep(0.5)
+    finally:
+        stderr = relay.stop()
+        receiver.close()
+    assert receiver.pushes == [] and "does not match" in receiver.refused[0]
+    assert "refused a push with HTTP 401" in stderr
+    assert list((relay.dir / "state" / "spool").glob("*.json")), "the change stays in the spool"
+
+
+def test_bad_configuration_is_one_sentence_and_exit_2(tmp_path: Path, fleet: LiveFleet) -> None:
+    relay = RelayBench(tmp_path, fleet, fleet.vms[0], 1)
+    (relay.dir / "token").chmod(0o644)
+    relay.start()
+    assert relay.process is not None
+    _, stderr = relay.process.communicate(timeout=10)
+    assert relay.process.returncode == 2 and "Traceback" not in stderr
+    assert "is readable by others (mode 644); make it 0600." in stderr
+
+
+def _epoch(iso: str) -> float:
+    from datetime import datetime
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()

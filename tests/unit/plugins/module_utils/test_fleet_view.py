@@ -1,0 +1,98 @@
+"""When the controller starts a cycle from relay pushes, and on which hosts (fleet_view.py)."""
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.fleet_view import FleetView, ViewSettings
+
+T0 = 1_800_000_000.0
+REBOOT = {"EventId": "A", "EventType": "Reboot", "EventStatus": "Scheduled", "Resources": ["vm0"]}
+
+
+def push(host: str, seq: int, kind: str = "heartbeat", quiet: bool = True, incarnation: int = 1, events=(),
+         relay_id: str = "r-" + "x") -> Dict[str, Any]:
+    message = {"version": 1, "kind": kind, "host": host, "relay_id": relay_id, "seq": seq, "quiet": quiet,
+               "document_available": True}
+    if kind == "change":
+        message["record"] = {"document_incarnation": incarnation, "events": list(events)}
+    return message
+
+
+def view(**settings: float) -> FleetView:
+    fleet = FleetView(ViewSettings(**settings))
+    for n, host in enumerate(("vm0", "vm1", "vm2")):
+        fleet.accept(push(host, 1, "change", relay_id=host), T0)
+    return fleet
+
+
+def test_quiet_hosts_start_nothing() -> None:
+    fleet = view()
+    assert fleet.next_run(T0 + 1) is None
+
+
+def test_a_new_event_starts_one_run_on_every_host_with_work() -> None:
+    fleet = view()
+    for host in ("vm0", "vm1"):  # both VMs of the set see the event
+        assert fleet.accept(push(host, 2, "change", quiet=False, incarnation=2, events=[REBOOT], relay_id=host), T0 + 1)
+    run = fleet.next_run(T0 + 1)
+    assert run is not None and run.hosts == ["vm0", "vm1"] and run.changed == ["vm0", "vm1"]
+    assert fleet.next_run(T0 + 2) is None, "one run for the news"
+
+
+def test_duplicates_and_replays_are_dropped() -> None:
+    fleet = view()
+    change = push("vm0", 2, "change", quiet=False, incarnation=2, events=[REBOOT], relay_id="vm0")
+    assert fleet.accept(change, T0 + 1) is True
+    assert fleet.accept(change, T0 + 2) is False and fleet.accept(dict(change, seq=1), T0 + 2) is False
+    assert fleet.duplicates == 2
+
+
+def test_the_same_document_again_is_no_news_after_a_relay_restart() -> None:
+    fleet = view()
+    fleet.accept(push("vm0", 2, "change", quiet=False, incarnation=2, events=[REBOOT], relay_id="vm0"), T0 + 1)
+    fleet.done(fleet.next_run(T0 + 1).number)
+    # restarted relay: a new first poll of the same document
+    fleet.accept(push("vm0", 3, "change", quiet=False, incarnation=2, events=[REBOOT], relay_id="vm0"), T0 + 5)
+    assert fleet.next_run(T0 + 5) is None
+
+
+def test_news_during_a_run_is_coalesced_into_the_next_one() -> None:
+    fleet = view()
+    fleet.accept(push("vm0", 2, "change", quiet=False, incarnation=2, events=[REBOOT], relay_id="vm0"), T0 + 1)
+    first = fleet.next_run(T0 + 1)
+    for seq in range(3, 10):  # a flood of changes while the first run works
+        fleet.accept(push("vm1", seq, "change", quiet=False, incarnation=seq, events=[REBOOT], relay_id="vm1"), T0 + 2)
+    assert fleet.next_run(T0 + 3) is None, "one run at a time"
+    assert fleet.done(first.number) is True
+    second = fleet.next_run(T0 + 4)
+    assert second is not None and second.changed == ["vm1"] and second.hosts == ["vm0", "vm1"]
+    assert fleet.next_run(T0 + 5) is None
+
+
+def test_a_run_never_reported_done_stops_holding_back_the_next() -> None:
+    fleet = view(max_run_seconds=60)
+    fleet.accept(push("vm0", 2, "change", quiet=False, incarnation=2, events=[REBOOT], relay_id="vm0"), T0)
+    fleet.next_run(T0)
+    fleet.accept(push("vm1", 2, "change", quiet=False, incarnation=3, events=[REBOOT], relay_id="vm1"), T0 + 1)
+    assert fleet.next_run(T0 + 30) is None
+    assert fleet.next_run(T0 + 61).changed == ["vm1"]
+
+
+def test_a_silent_host_is_stale_and_counts_as_busy_once() -> None:
+    fleet = view(stale_seconds=90)
+    for second in (30, 60, 90):
+        for host in ("vm0", "vm1"):
+            fleet.accept(push(host, second, relay_id=host), T0 + second)
+    run = fleet.next_run(T0 + 91)
+    assert run is not None and run.stale == ["vm2"] and run.hosts == ["vm2"]
+    fleet.done(run.number)
+    assert fleet.next_run(T0 + 95) is None, "a stale host starts one run, not one a second"
+    assert fleet.with_work(T0 + 95) == ["vm2"]
+    fleet.accept(push("vm2", 5, relay_id="vm2"), T0 + 96)  # heard again, quiet
+    assert fleet.with_work(T0 + 96) == [] and fleet.next_run(T0 + 96) is None
+
+
+def test_a_host_no_longer_quiet_is_news() -> None:
+    fleet = view()
+    fleet.accept(push("vm2", 2, quiet=False, relay_id="vm2"), T0 + 1)  # a heartbeat: saved work appeared
+    assert fleet.next_run(T0 + 1).hosts == ["vm2"]
