@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, List
+from typing import Callable, List
 
 import yaml
 
@@ -22,7 +22,8 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay 
 from imds_simulator.fleet import FleetSpec
 from tests.integration.runner import FILES, CycleBench
 from tests.live_fleet import LiveFleet
-from tests.relay.test_relay_process import RelayBench, free_port, wait_for
+from tests.relay.test_relay_process import RelayBench, free_port
+from tests.timing import epoch, wait_for
 
 BIN = Path(sys.executable).parent
 TOKEN = b"rulebook-test-token-0123456789"
@@ -110,13 +111,9 @@ def test_relays_and_the_rulebook_prepare_approve_and_recover_and_a_forged_push_a
         fleet.close()
     assert prepare["host"] == vm0 and prepare["event_id"] == event_id
     assert [a["event_ids"] for a in approvals] == [[event_id]] and approvals[0]["vm"] == vm0
-    assert prepare["at"] < datetime_epoch(approvals[0]["at"]), "prepared before the approval"
+    assert prepare["at"] < epoch(approvals[0]["at"]), "prepared before the approval"
     assert event["start_reason"] == "approved", "approved early, within the compressed notice"
-    assert recover["host"] == vm0 and recover["at"] > datetime_epoch(event["removed_at"])
+    assert recover["host"] == vm0 and recover["at"] > epoch(event["removed_at"])
     assert after_forgery == approvals, "the forged push approved nothing"
     assert len(bench.actions("prepare")) == 1, "and prepared nothing"
 
-
-def datetime_epoch(iso: str) -> float:
-    from datetime import datetime
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()

@@ -17,10 +17,9 @@ import pytest
 from imds_simulator.fleet import FleetSpec
 from tests.integration.runner import FILES, CycleBench
 from tests.live_fleet import LiveFleet
+from tests.timing import epoch, wait_for
 
 
-def epoch(iso: str) -> float:
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
 @pytest.fixture
@@ -34,12 +33,6 @@ def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CycleBench
     fleet.close()
 
 
-def wait_until(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def by_event(actions: List[Dict[str, Any]], event_id: str) -> Dict[str, float]:
@@ -171,12 +164,12 @@ def test_preempt_gets_prepare_within_its_30_seconds(bench: CycleBench) -> None:
 @pytest.mark.parametrize("bench", [("hardware-failure", 10.0)], indirect=True)
 def test_hardware_failure_gets_no_prepare_and_a_recover_after(bench: CycleBench) -> None:
     (started,) = bench.fleet.truth()
-    wait_until(lambda: time.time() >= epoch(started["started_at"]) + started["impact_s"], 30, "the VMs to answer")
+    wait_for(lambda: time.time() >= epoch(started["started_at"]) + started["impact_s"], 30, "the VMs to answer")
     assert bench.run().returncode == 0
     (event,) = bench.fleet.truth()
     assert event["start_reason"] == "no_notice"
     assert bench.actions("prepare") == [] and bench.fleet.approvals() == []
-    wait_until(lambda: bench.fleet.truth()[0]["status"] == "Removed", 90, "the repair to end")
+    wait_for(lambda: bench.fleet.truth()[0]["status"] == "Removed", 90, "the repair to end")
     assert bench.run().returncode == 0
     assert set(by_event(bench.actions("recover"), event["event_id"])) == set(event["resources"])
 
@@ -190,7 +183,7 @@ def test_cancelled_event_is_recovered_and_never_approved(bench: CycleBench) -> N
     (event,) = bench.fleet.truth()
     assert event["status"] == "Scheduled", "the first cycle must finish before the cancellation"
     assert set(by_event(bench.actions("prepare"), event["event_id"])) == set(event["resources"])
-    wait_until(lambda: bench.fleet.truth()[0]["status"] == "Removed", 60, "the cancellation")
+    wait_for(lambda: bench.fleet.truth()[0]["status"] == "Removed", 60, "the cancellation")
     assert bench.run(extra=policy).returncode == 0
     assert bench.fleet.truth()[0]["outcome"] == "cancelled"
     assert set(by_event(bench.actions("recover"), event["event_id"])) == set(event["resources"])
@@ -228,7 +221,7 @@ def test_regression_a_host_that_fails_after_prepare_still_gets_its_recover(bench
     saved = bench.state(leader)
     assert [(e["event_id"], e["prepare"]) for e in saved["events"]] == [(event["event_id"], "done")]
     assert saved["approved"] == [event["event_id"]], "a POST that may have reached IMDS is never sent again"
-    wait_until(lambda: bench.fleet.truth()[0]["outcome"] == "completed", 150, "Azure to run the event at NotBefore")
+    wait_for(lambda: bench.fleet.truth()[0]["outcome"] == "completed", 150, "Azure to run the event at NotBefore")
     bench.fleet.sim.faults.clear(leader)
     again = bench.run()
     assert again.returncode == 0, again.stdout[-3000:]

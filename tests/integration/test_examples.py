@@ -33,6 +33,7 @@ import yaml
 from imds_simulator.fleet import FleetSpec
 from tests.integration.runner import FILES, CycleBench
 from tests.live_fleet import LiveFleet
+from tests.timing import epoch, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "playbooks" / "examples"
@@ -47,16 +48,8 @@ INTERVAL, THRESHOLD = 1, 2  # the test's load balancer probe: 1 s apart, down af
 HOLD_SECONDS = 10  # the open connection outlives the probe window (3 s) by far
 
 
-def epoch(iso: str) -> float:
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
-def wait_until(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def load_double() -> Any:
@@ -255,7 +248,7 @@ def test_examples_drain_through_the_probe_and_the_backend_pool_and_let_a_short_f
     # The short Freeze: approved at once (above), never drained: no Azure call (above), no note.
     assert not (markers / frozen / "out-of-lb-backend-pool").exists()
 
-    wait_until(lambda: all(e["status"] == "Removed" for e in fleet.truth()), 90, "both events to be gone")
+    wait_for(lambda: all(e["status"] == "Removed" for e in fleet.truth()), 90, "both events to be gone")
     gone_at = max(epoch(e["removed_at"]) for e in fleet.truth())
     second = run_cycle(world)
     assert second.returncode == 0, second.stdout[-4000:]

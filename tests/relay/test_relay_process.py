@@ -15,7 +15,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 import jsonschema
 import pytest
@@ -29,6 +29,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay 
 from imds_simulator.fleet import FleetSpec
 from tests.conftest import COLLECTIONS_PATH
 from tests.live_fleet import LiveFleet
+from tests.timing import epoch, wait_for
 
 TOKEN = b"relay-test-token-0123456789"
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "observation.schema.json").read_text())
@@ -76,14 +77,6 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class RelayBench:
@@ -153,7 +146,7 @@ def test_a_change_reaches_the_controller_within_a_second_or_two_with_one_second_
         jsonschema.validate(record, SCHEMA)  # the one observation schema, from the relay too
     first, second = relay.records()[:2]
     assert "previous_observed_at" not in first and second["events"][0]["EventId"] == event_id
-    gap = (_epoch(second["observed_at"]) - _epoch(second["previous_observed_at"]))
+    gap = (epoch(second["observed_at"]) - epoch(second["previous_observed_at"]))
     assert 0 < gap <= 0.2 + 0.5, "the change lies between two consecutive polls"
     seqs = [p["seq"] for p in receiver.pushes]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), "one sequence, in order, no duplicate"
@@ -230,7 +223,3 @@ def test_bad_configuration_is_one_sentence_and_exit_2(tmp_path: Path, fleet: Liv
     assert relay.process.returncode == 2 and "Traceback" not in stderr
     assert "is readable by others (mode 644); make it 0600." in stderr
 
-
-def _epoch(iso: str) -> float:
-    from datetime import datetime
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
