@@ -30,7 +30,8 @@ def test_build_install_and_ansible_doc_from_the_tarball(tmp_path: Path) -> None:
             "pytest.ini", ".gitignore"}.isdisjoint(tops)
     assert {"plugins/modules/scheduled_events_info.py", "plugins/modules/scheduled_events_approve.py",
             "plugins/module_utils/events.py", "meta/runtime.yml", "MANIFEST.json", "README.md", "CHANGELOG.md",
-            "changelogs/changelog.yaml", "roles/maintenance_cycle/meta/argument_specs.yml"} <= set(names)
+            "changelogs/changelog.yaml", "roles/maintenance_cycle/meta/argument_specs.yml",
+            "roles/event_relay/meta/argument_specs.yml", "roles/event_relay/templates/relay.service.j2"} <= set(names)
     installed = tmp_path / "installed"
     # An empty collections path: otherwise ansible-galaxy sees the test session's staged copy
     # and skips the install as "already installed".
@@ -47,6 +48,7 @@ def test_build_install_and_ansible_doc_from_the_tarball(tmp_path: Path) -> None:
         assert doc.returncode == 0 and expected in doc.stdout, doc.stderr
         assert str(installed) in doc.stdout  # documented from the installed tarball, not the staged copy
     for kind, name, expected in (("role", "maintenance_cycle", "maintenance_cycle_imds_url"),
+                                 ("role", "event_relay", "event_relay_manage_service"),
                                  ("callback", "scheduled_events_history", "SCHEDULED_EVENTS_HISTORY_PATH"),
                                  ("filter", "cycle_plan", "cycle_plan")):
         doc = subprocess.run([str(BIN / "ansible-doc"), "-t", kind, f"azure_imds.scheduled_events.{name}"], env=env,

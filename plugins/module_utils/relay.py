@@ -22,6 +22,7 @@ __metaclass__ = type
 import hashlib
 import hmac
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional
@@ -32,6 +33,9 @@ CHANGE = "change"
 HEARTBEAT = "heartbeat"
 MAX_CLOCK_SKEW_SECONDS = 300.0
 MAX_PUSH_BYTES = 1024 * 1024
+# An inventory hostname, nothing a host pattern would read as more than one host ("!vm1", "a,b", "all" is
+# refused by the source's host list): it ends up in the playbook run's --limit.
+HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
 
 
 class PushError(ValueError):
@@ -126,8 +130,12 @@ class Tracker:
             record["previous_observed_at"] = utc_iso(previous_seen_at)
         return record
 
+    def _quiet(self, state_has_work):
+        """Quiet only on a fresh view: never before a first read, nor while IMDS does not answer."""
+        return self.key is not None and not self.last_error and is_quiet(self.document, state_has_work)
+
     def _heartbeat_if_due(self, at, state_has_work):
-        if self.last_push_at is not None and at - self.last_push_at < self.settings.heartbeat_seconds:
+        if self.last_push_at is not None and 0 <= at - self.last_push_at < self.settings.heartbeat_seconds:
             return None
         return self._push(HEARTBEAT, at, state_has_work, None)
 
@@ -135,8 +143,7 @@ class Tracker:
         self.last_push_at = at
         document = self.document
         push = {"version": PUSH_VERSION, "kind": kind, "host": self.settings.host, "vm": self.vm.get("name", ""),
-                "sent_at": utc_iso(at), "quiet": is_quiet(document, state_has_work) if self.key is not None
-                else False, "document_available": document is not None,
+                "sent_at": utc_iso(at), "quiet": self._quiet(state_has_work), "document_available": document is not None,
                 "document_incarnation": (document or {}).get("DocumentIncarnation"),
                 "imds_ok": not self.last_error, "imds_errors": self.imds_errors,
                 "last_success_at": utc_iso(self.last_success_at) if self.last_success_at is not None else None}
@@ -162,7 +169,7 @@ def verify(body, header, key, now, max_skew=MAX_CLOCK_SKEW_SECONDS):
         raise PushError("the push carries no %s header." % SIGNATURE_HEADER, 401)
     parts = dict(part.split("=", 1) for part in header.split(",") if "=" in part)
     stamp, given = parts.get("t", ""), parts.get("v1", "")
-    if not stamp.isdigit() or not given:
+    if not (stamp.isascii() and stamp.isdigit()) or not given:
         raise PushError("the push's %s header is not t=<seconds>,v1=<hex>." % SIGNATURE_HEADER, 401)
     expected = hmac.new(key, stamp.encode("ascii") + b"." + body, hashlib.sha256).hexdigest()
     if not hmac.compare_digest(expected, given):
@@ -188,6 +195,8 @@ def parse_push(body):
     for name in ("host", "relay_id"):
         if not isinstance(push.get(name), str) or not push[name]:
             raise PushError("the push names no %s." % name)
+    if not HOST_NAME.fullmatch(push["host"]):
+        raise PushError("the push's host %r is not an inventory hostname." % push["host"][:100])
     if not isinstance(push.get("seq"), int) or isinstance(push.get("seq"), bool) or push["seq"] < 1:
         raise PushError("the push's seq is not a positive integer.")
     if not isinstance(push.get("quiet"), bool):

@@ -28,7 +28,7 @@ import threading
 import time
 from dataclasses import dataclass, fields
 from typing import Any, Dict, List, Optional
-from urllib.error import HTTPError, URLError
+from urllib.error import HTTPError
 from urllib.request import ProxyHandler, Request, build_opener, HTTPSHandler
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import load_state
@@ -65,7 +65,7 @@ class RelayConfig:
     history_max_bytes: int = 64 * 1024 * 1024
     spool_max_entries: int = 10000
     push_timeout: float = 5.0
-    max_backoff: float = 30.0
+    max_backoff: float = 5.0              # a Preempt gives 30 s: never wait long between tries
     ca_file: str = ""                     # CA bundle for an https controller_url ("" the system's)
 
     @classmethod
@@ -118,30 +118,36 @@ class Spool:
     def __init__(self, directory, max_entries):
         self.directory = os.path.join(directory, "spool")
         self.max_entries = max_entries
+        self.lock = threading.Lock()   # stamping and adding are one step for the loop and the sender
         os.makedirs(self.directory, 0o700, exist_ok=True)
-        self.relay_id = self._relay_id(directory)
-        self.next_seq = max(self.seqs() + [self._saved_seq(directory)]) + 1
+        for folder in (directory, self.directory):   # temporary files of writes a kill interrupted
+            for name in os.listdir(folder):
+                if name.startswith(".lock-"):
+                    os.unlink(os.path.join(folder, name))
         self._seq_path = os.path.join(directory, "last_seq")
+        saved = self._saved_seq()
+        self.relay_id = self._relay_id(directory, fresh=saved is None)
+        self.next_seq = max(self.seqs() + [saved or 0]) + 1
         self.dropped = 0
 
     @staticmethod
-    def _relay_id(directory):
+    def _relay_id(directory, fresh):
+        """This spool's id; a new one whenever the sequence cannot be trusted, so that the controller, which
+        drops what it has seen by (relay_id, seq), never drops a new push as an old one."""
         path = os.path.join(directory, "relay_id")
-        try:
-            with open(path) as stream:
-                return stream.read().strip()
-        except FileNotFoundError:
-            value = secrets.token_hex(8)  # a new spool is a new sequence: the controller must not drop it
+        value = None if fresh else (_read(path) or "").strip()
+        if not value:
+            value = secrets.token_hex(8)
             replace_file(path, value)
-            return value
+        return value
 
-    @staticmethod
-    def _saved_seq(directory):
-        try:
-            with open(os.path.join(directory, "last_seq")) as stream:
-                return int(stream.read().strip() or 0)
-        except (FileNotFoundError, ValueError):
-            return 0
+    def _saved_seq(self):
+        """The last sequence number handed out; 0 for a new spool; None when the file is damaged."""
+        text = _read(self._seq_path)
+        if text is None:
+            return 0 if not self.seqs() else None
+        text = text.strip()
+        return int(text) if text.isdigit() else None
 
     def seqs(self):
         # type: () -> List[int]
@@ -149,7 +155,8 @@ class Spool:
 
     def stamp(self, push):
         # type: (Dict[str, Any]) -> Dict[str, Any]
-        """The push with this relay's id and the next sequence number (saved before it is used)."""
+        """The push with this relay's id and the next sequence number (saved before it is used).
+        Callers hold `lock`."""
         seq = self.next_seq
         self.next_seq += 1
         replace_file(self._seq_path, str(seq))
@@ -157,10 +164,20 @@ class Spool:
 
     def add(self, push):
         # type: (Dict[str, Any]) -> None
-        replace_file(os.path.join(self.directory, "%d.json" % push["seq"]), json.dumps(push, separators=(",", ":")))
-        for seq in spool_overflow(self.seqs(), self.max_entries):
-            self.remove(seq)
-            self.dropped += 1
+        """Stamp and spool a change, in one step under the lock (a heartbeat never takes a seq in between)."""
+        with self.lock:
+            push = self.stamp(push)
+            replace_file(os.path.join(self.directory, "%d.json" % push["seq"]),
+                         json.dumps(push, separators=(",", ":")))
+            for seq in spool_overflow(self.seqs(), self.max_entries):
+                self.remove(seq)
+                self.dropped += 1
+
+    def heartbeat(self, push):
+        # type: (Dict[str, Any]) -> Optional[Dict[str, Any]]
+        """The heartbeat stamped, if nothing waits in the spool (the backlog itself shows the relay alive)."""
+        with self.lock:
+            return None if self.seqs() else self.stamp(push)
 
     def oldest(self):
         # type: () -> Optional[Dict[str, Any]]
@@ -179,6 +196,14 @@ class Spool:
             pass
 
 
+def _read(path):
+    try:
+        with open(path) as stream:
+            return stream.read()
+    except FileNotFoundError:
+        return None
+
+
 class History:
     """The VM's own change-only history: one JSON line per change, rotated once at a size bound."""
 
@@ -186,13 +211,21 @@ class History:
         self.path = path
         self.max_bytes = max_bytes
 
+    def _ends_a_line(self):
+        with open(self.path, "rb") as stream:
+            stream.seek(-1, os.SEEK_END)
+            return stream.read(1) == b"\n"
+
     def append(self, record):
         if not self.path:
             return
         line = record_line(record)
         try:
-            if os.path.exists(self.path) and os.path.getsize(self.path) + len(line) > self.max_bytes:
+            size = os.path.getsize(self.path) if os.path.exists(self.path) else 0
+            if size + len(line) > self.max_bytes:
                 os.replace(self.path, self.path + ".1")
+            elif size and not self._ends_a_line():
+                line = b"\n" + line   # a line torn by a kill stays one bad line, not two
             with open(self.path, "ab") as stream:
                 stream.write(line)
         except OSError as exc:
@@ -202,6 +235,9 @@ class History:
 def log(message):
     sys.stderr.write("azure-imds-relay: %s\n" % message)
     sys.stderr.flush()
+
+
+SENT, REFUSED, FAILED = "sent", "refused", "failed"
 
 
 class Sender:
@@ -227,18 +263,32 @@ class Sender:
         self.wake.set()
 
     def run(self):
+        """The sender's loop; an unexpected error stops the whole relay (systemd restarts it), never
+        leaves it polling with nobody sending."""
+        try:
+            self._loop()
+        except Exception as exc:  # pylint: disable=broad-except
+            log("the sender stopped on an unexpected error (%r); the relay stops so that it is restarted." % exc)
+            self.died = True
+            self.stop.set()
+
+    died = False
+
+    def _loop(self):
         while not self.stop.is_set():
             push = self.spool.oldest()
             spooled = push is not None
             if push is None and self.heartbeat is not None:
-                push, self.heartbeat = self.spool.stamp(self.heartbeat), None
+                beat, self.heartbeat = self.heartbeat, None
+                push = self.spool.heartbeat(beat)
             if push is None:
                 self.wake.wait(1.0)
                 self.wake.clear()
                 continue
-            if self.post(push):
+            outcome = self.post(push)
+            if outcome == SENT or outcome == REFUSED:
                 self.failures = 0
-                self.sent += 1
+                self.sent += outcome == SENT
                 if spooled:
                     self.spool.remove(push["seq"])
             elif spooled:
@@ -246,23 +296,28 @@ class Sender:
                 self.stop.wait(min(self.config.max_backoff, 0.5 * 2 ** min(self.failures, 10)))
 
     def post(self, push):
-        # type: (Dict[str, Any]) -> bool
+        # type: (Dict[str, Any]) -> str
         body = json.dumps(push, separators=(",", ":")).encode("utf-8")
         request = Request(self.config.controller_url, data=body, method="POST", headers={
             "Content-Type": "application/json", SIGNATURE_HEADER: sign(body, self.token, time.time())})
         try:
             with self.opener.open(request, timeout=self.config.push_timeout) as response:
                 response.read()
-            return True
+            return SENT
         except HTTPError as exc:
+            detail = exc.read()[:200].decode("utf-8", "replace")
+            if exc.code in (400, 413):   # this push will never be taken: keeping it would stall the spool
+                log("the controller refused push %d for good with HTTP %d (%s); it is dropped."
+                    % (push["seq"], exc.code, detail))
+                return REFUSED
             if self.failures % 30 == 0:
-                log("the controller refused a push with HTTP %d (%s); it stays in the spool."
-                    % (exc.code, exc.read()[:200].decode("utf-8", "replace")))
-        except (URLError, OSError, ValueError) as exc:
+                log("the controller refused a push with HTTP %d (%s); it stays in the spool." % (exc.code, detail))
+        except Exception as exc:  # pylint: disable=broad-except
+            # URLError, a reset, a truncated or garbled answer (http.client's errors): try again later.
             if self.failures % 30 == 0:
                 log("cannot reach the controller at %s (%s); pushes wait in the spool."
                     % (self.config.controller_url, exc))
-        return False
+        return FAILED
 
 
 def has_saved_work(path):
@@ -313,22 +368,26 @@ class Relay:
         else:
             step = self.tracker.polled(now, None if parsed is None else parsed["raw"], work)
         if step.record is not None:
-            self.spool.add(self.spool.stamp(step.push))   # spooled first: a kill after this loses nothing
+            self.sender.heartbeat = None      # older than this change: never sent after it
+            self.spool.add(step.push)         # spooled first: a kill after this loses nothing
             self.sender.wake.set()
             self.history.append(step.record)
         elif step.push is not None:
             self.sender.offer_heartbeat(step.push)
 
-    def run(self):
+    def run(self, ticks=time.monotonic):
+        """Poll on a monotonic schedule (a wall-clock step neither stalls nor races the loop); 1 when the
+        sender died, so that the service manager restarts the relay."""
         thread = threading.Thread(target=self.sender.run, name="sender", daemon=True)
+        thread.start()   # a spool left by an earlier run goes out while this VM is being identified
         self.identify()
-        thread.start()
-        next_poll = self.clock()
+        next_poll = ticks()
         while not self.stop.is_set():
             self.poll_once()
-            next_poll += self.config.poll_interval
-            self.stop.wait(max(0.0, next_poll - self.clock()))
+            next_poll = max(next_poll + self.config.poll_interval, ticks())
+            self.stop.wait(max(0.0, next_poll - ticks()))
         thread.join(timeout=self.config.push_timeout + 1)
+        return 1 if self.sender.died else 0
 
 
 def main(argv=None):
@@ -344,8 +403,7 @@ def main(argv=None):
         return 2
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: relay.stop.set())
-    relay.run()
-    return 0
+    return relay.run()
 
 
 if __name__ == "__main__":

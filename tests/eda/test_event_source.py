@@ -75,7 +75,8 @@ class Source:
         token.chmod(0o600)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.args = dict({"token_file": str(token), "port": self.port, "tick_seconds": 0.05}, **args)
+        self.args = dict({"token_file": str(token), "port": self.port, "tick_seconds": 0.05,
+                          "expected_hosts": "vm0,vm1,vm2"}, **args)
         self.queue: asyncio.Queue = asyncio.Queue()
         self.main = load_source().main
 
@@ -152,6 +153,8 @@ def test_news_during_a_cycle_waits_for_its_done_report_and_comes_as_one_event(tm
     async def scenario() -> Tuple[Dict[str, Any], Dict[str, Any], bool]:
         source = Source(tmp_path)
         task = await started(source)
+        for host in ("vm1", "vm2"):
+            await source.send(push(host, 1, quiet=True))
         await source.send(push("vm0", 1, quiet=False, events=[REBOOT]))
         first = (await source.event())["scheduled_events"]
         for seq in range(2, 12):  # a flood while the first cycle runs
@@ -172,7 +175,7 @@ def test_news_during_a_cycle_waits_for_its_done_report_and_comes_as_one_event(tm
 
 def test_a_host_that_falls_silent_is_put_into_a_cycle_once(tmp_path: Path) -> None:
     async def scenario() -> Dict[str, Any]:
-        source = Source(tmp_path, stale_seconds=0.5)
+        source = Source(tmp_path, stale_seconds=0.5, expected_hosts=["vm0"])
         task = await started(source)
         await source.send(push("vm0", 1, quiet=True))
         event = await source.event(timeout=3)
@@ -181,6 +184,25 @@ def test_a_host_that_falls_silent_is_put_into_a_cycle_once(tmp_path: Path) -> No
 
     event = asyncio.run(scenario())["scheduled_events"]
     assert event["stale"] == ["vm0"] and event["hosts"] == ["vm0"]
+
+
+def test_without_expected_hosts_a_cycle_covers_the_whole_target_and_with_them_strangers_are_refused(
+        tmp_path: Path) -> None:
+    async def scenario() -> Tuple[Dict[str, Any], Tuple[int, Dict[str, Any]]]:
+        open_source = Source(tmp_path, expected_hosts="")
+        task = await started(open_source)
+        await open_source.send(push("vm0", 1, quiet=False, events=[REBOOT]))
+        event = await open_source.event()
+        task.cancel()
+        listed = Source(tmp_path)
+        task = await started(listed)
+        answer = await listed.send(push("vm9", 1, quiet=False, events=[REBOOT]))
+        task.cancel()
+        return event, answer
+
+    event, (code, body) = asyncio.run(scenario())
+    assert event["meta"]["hosts"] == ["all", "localhost"], "a VM whose relay never pushed may be in maintenance"
+    assert code == 403 and "not an expected host" in body["error"]
 
 
 def test_a_missing_token_file_is_one_sentence(tmp_path: Path) -> None:

@@ -64,7 +64,7 @@ def test_relays_and_the_rulebook_prepare_approve_and_recover_and_a_forged_push_a
     token.chmod(0o600)
     port = free_port()
     (tmp_path / "vars.yml").write_text(yaml.safe_dump({
-        "token_file": str(token), "listen_port": port,
+        "token_file": str(token), "listen_port": port, "expected_hosts": ",".join(fleet.vms),
         "prepare_tasks": str(FILES / "prepare_log.yml"), "recover_tasks": str(FILES / "recover_log.yml")}))
     home = tmp_path / "home"
     home.mkdir()

@@ -75,9 +75,23 @@ options:
     type: float
     default: 90
   max_run_seconds:
-    description: A cycle not reported done within this long no longer holds back the next one.
+    description: A cycle not reported done within this long no longer holds back the next one, and its news
+      goes into the next.
     type: float
     default: 900
+  rerun_seconds:
+    description: While any host has work, a cycle runs at least this often, news or not (deferred hosts,
+      preparing before NotBefore, retrying a failed prepare or recover).
+    type: float
+    default: 60
+  expected_hosts:
+    description:
+      - The inventory hostnames of the VMs whose relays push here (a list, or a comma-separated string).
+      - With it, a cycle covers only the hosts with work, and an expected host never heard from counts as
+        having work; pushes for other hosts are refused (403). Without it, the source cannot know which
+        VMs it has never heard from, so every cycle covers the whole target.
+    type: list
+    elements: str
   tick_seconds:
     description: How often the view looks for news and stale hosts.
     type: float
@@ -94,9 +108,13 @@ EXAMPLES = r"""
   rules:
     - name: A maintenance cycle on the hosts with work
       condition: event.scheduled_events is defined
-      action:
-        run_playbook:
-          name: azure_imds.scheduled_events.react
+      actions:
+        - run_playbook:
+            name: azure_imds.scheduled_events.cycle
+        - run_playbook:
+            name: azure_imds.scheduled_events.report_done
+            extra_vars:
+              done_url: "{{ event.scheduled_events.done_url }}"
 """
 
 LOG = logging.getLogger("azure_imds.scheduled_events.scheduled_events")
@@ -105,10 +123,11 @@ LOG = logging.getLogger("azure_imds.scheduled_events.scheduled_events")
 class Receiver:
     """The HTTP side: checks each push, updates the view, and takes "cycle done" reports."""
 
-    def __init__(self, view: FleetView, token: bytes, clock=time.time):
+    def __init__(self, view: FleetView, token: bytes, clock=time.time, ticks=time.monotonic):
         self.view = view
         self.token = token
-        self.clock = clock
+        self.clock = clock    # wall time: signatures
+        self.ticks = ticks    # monotonic: freshness
         self.secret = secrets.token_urlsafe(16)  # in done URLs only: a forged report just starts a run sooner
         self.refused = 0
 
@@ -121,7 +140,12 @@ class Receiver:
             self.refused += 1
             LOG.warning("refused a push from %s: %s", request.remote, exc)
             return web.json_response({"error": str(exc)}, status=exc.status)
-        accepted = self.view.accept(message, self.clock())
+        if not self.view.knows(message["host"]):
+            self.refused += 1
+            LOG.warning("refused a push from %s for %s, which is not an expected host.", request.remote,
+                        message["host"])
+            return web.json_response({"error": "%s is not an expected host." % message["host"]}, status=403)
+        accepted = self.view.accept(message, self.ticks())
         return web.json_response({"accepted": accepted})
 
     async def done(self, request: web.Request) -> web.Response:
@@ -135,11 +159,12 @@ class Receiver:
 
 
 def event_of(run: Run, done_url: str) -> Dict[str, Any]:
-    """The queue event: the hosts with work and why they run. meta.hosts limits the rulebook's playbook run;
-    localhost is in it because the cycle's control-node lock and the done report are plays on the controller."""
+    """The queue event: the hosts with work and why they run. meta.hosts limits the rulebook's playbook run
+    (all of the target when the view cannot tell who is missing); localhost is in it because the cycle's
+    control-node lock and the done report are plays on the controller."""
     return {"scheduled_events": {"run": run.number, "hosts": run.hosts, "changed": run.changed, "stale": run.stale,
                                  "done_url": "%s/%d" % (done_url, run.number)},
-            "meta": {"hosts": run.hosts + ["localhost"]}}
+            "meta": {"hosts": (run.hosts or ["all"]) + ["localhost"]}}
 
 
 def settings_of(args: Dict[str, Any]) -> Dict[str, Any]:
@@ -148,18 +173,24 @@ def settings_of(args: Dict[str, Any]) -> Dict[str, Any]:
         raise ConfigError("token_file is required: the file with the token the relays sign their pushes with.")
     if bool(args.get("certfile")) != bool(args.get("keyfile")):
         raise ConfigError("certfile and keyfile go together (HTTPS needs both).")
+    expected = args.get("expected_hosts") or []
+    if isinstance(expected, str):
+        expected = [h.strip() for h in expected.split(",") if h.strip()]
     checked = {"host": str(args.get("host", "127.0.0.1")), "port": int(args.get("port", 5081)),
                "stale_seconds": float(args.get("stale_seconds", 90)),
                "max_run_seconds": float(args.get("max_run_seconds", 900)),
-               "tick_seconds": float(args.get("tick_seconds", 0.25))}
-    if min(checked["stale_seconds"], checked["max_run_seconds"], checked["tick_seconds"]) <= 0:
-        raise ConfigError("stale_seconds, max_run_seconds and tick_seconds must be positive.")
+               "rerun_seconds": float(args.get("rerun_seconds", 60)),
+               "tick_seconds": float(args.get("tick_seconds", 0.25)), "expected_hosts": [str(h) for h in expected]}
+    if min(checked["stale_seconds"], checked["max_run_seconds"], checked["rerun_seconds"],
+           checked["tick_seconds"]) <= 0:
+        raise ConfigError("stale_seconds, max_run_seconds, rerun_seconds and tick_seconds must be positive.")
     return checked
 
 
 async def main(queue: asyncio.Queue, args: Dict[str, Any]) -> None:
     settings = settings_of(args)
-    view = FleetView(ViewSettings(settings["stale_seconds"], settings["max_run_seconds"]))
+    view = FleetView(ViewSettings(settings["stale_seconds"], settings["max_run_seconds"], settings["rerun_seconds"],
+                                  settings["expected_hosts"]))
     receiver = Receiver(view, read_token(args["token_file"]))
     app = web.Application(client_max_size=MAX_PUSH_BYTES)
     app.router.add_post("/push", receiver.push)
@@ -177,7 +208,7 @@ async def main(queue: asyncio.Queue, args: Dict[str, Any]) -> None:
     LOG.info("listening for relay pushes on %s://%s:%d/push", scheme, settings["host"], settings["port"])
     try:
         while True:
-            run = view.next_run(time.time())
+            run = view.next_run(time.monotonic())
             if run is not None:
                 await queue.put(event_of(run, done_url))
             await asyncio.sleep(settings["tick_seconds"])

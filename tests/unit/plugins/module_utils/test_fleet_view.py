@@ -18,8 +18,11 @@ def push(host: str, seq: int, kind: str = "heartbeat", quiet: bool = True, incar
     return message
 
 
-def view(**settings: float) -> FleetView:
-    fleet = FleetView(ViewSettings(**settings))
+HOSTS = ["vm0", "vm1", "vm2"]
+
+
+def view(**settings: Any) -> FleetView:
+    fleet = FleetView(ViewSettings(**dict({"expected_hosts": HOSTS}, **settings)))
     for n, host in enumerate(("vm0", "vm1", "vm2")):
         fleet.accept(push(host, 1, "change", relay_id=host), T0)
     return fleet
@@ -75,7 +78,7 @@ def test_a_run_never_reported_done_stops_holding_back_the_next() -> None:
     fleet.next_run(T0)
     fleet.accept(push("vm1", 2, "change", quiet=False, incarnation=3, events=[REBOOT], relay_id="vm1"), T0 + 1)
     assert fleet.next_run(T0 + 30) is None
-    assert fleet.next_run(T0 + 61).changed == ["vm1"]
+    assert fleet.next_run(T0 + 61).changed == ["vm0", "vm1"], "the silent run's news comes back with the new"
 
 
 def test_a_silent_host_is_stale_and_counts_as_busy_once() -> None:
@@ -96,3 +99,41 @@ def test_a_host_no_longer_quiet_is_news() -> None:
     fleet = view()
     fleet.accept(push("vm2", 2, quiet=False, relay_id="vm2"), T0 + 1)  # a heartbeat: saved work appeared
     assert fleet.next_run(T0 + 1).hosts == ["vm2"]
+
+
+def test_without_the_expected_hosts_every_run_covers_the_whole_target() -> None:
+    fleet = FleetView(ViewSettings())
+    fleet.accept(push("vm0", 1, "change", quiet=False, events=[REBOOT], relay_id="vm0"), T0)
+    run = fleet.next_run(T0)
+    assert run is not None and run.hosts == [], "a VM whose relay never pushed may be in maintenance"
+
+
+def test_an_expected_host_never_heard_from_is_in_every_run_and_starts_one_once_stale() -> None:
+    fleet = FleetView(ViewSettings(expected_hosts=HOSTS, stale_seconds=90))
+    assert fleet.next_run(T0) is None, "relays get stale_seconds to be heard from after a (re)start"
+    fleet.accept(push("vm0", 1, "change", quiet=False, events=[REBOOT], relay_id="vm0"), T0 + 1)
+    run = fleet.next_run(T0 + 1)
+    assert run is not None and run.hosts == HOSTS, "never heard from: counted as busy"
+    fleet.done(run.number)
+    fleet.accept(push("vm0", 2, "change", quiet=True, relay_id="vm0"), T0 + 2)
+    late = fleet.next_run(T0 + 91)
+    assert late is not None and late.stale == ["vm1", "vm2"]
+    assert fleet.knows("vm1") and not fleet.knows("vm9")
+
+
+def test_a_vm_whose_imds_does_not_answer_is_not_quiet() -> None:
+    fleet = view()
+    fleet.accept(dict(push("vm2", 2, quiet=True, relay_id="vm2"), imds_ok=False), T0 + 1)
+    assert fleet.next_run(T0 + 1).hosts == ["vm2"]
+
+
+def test_while_a_host_has_work_a_cycle_runs_every_rerun_seconds_without_news() -> None:
+    fleet = view(rerun_seconds=60, stale_seconds=1000)
+    fleet.accept(push("vm0", 2, "change", quiet=False, incarnation=2, events=[REBOOT], relay_id="vm0"), T0)
+    fleet.done(fleet.next_run(T0).number)
+    assert fleet.next_run(T0 + 59) is None
+    again = fleet.next_run(T0 + 60)
+    assert again is not None and again.hosts == ["vm0"] and again.changed == [], "deferred hosts get their cycle"
+    fleet.done(again.number)
+    fleet.accept(push("vm0", 3, "change", quiet=True, incarnation=3, relay_id="vm0"), T0 + 61)
+    assert fleet.next_run(T0 + 200) is None, "no work, no cycle"

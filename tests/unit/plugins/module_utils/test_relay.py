@@ -80,6 +80,7 @@ def test_failed_polls_record_nothing_and_heartbeats_say_imds_is_down() -> None:
     assert all(s.record is None for s in steps)
     (beat,) = [s.push for s in steps if s.push]
     assert beat["imds_ok"] is False and beat["imds_errors"] == 5 and beat["last_success_at"] == utc_iso(T0)
+    assert beat["quiet"] is False, "regression: a VM whose IMDS is down was reported quiet"
     back = relay.polled(T0 + 6, doc(1), False)
     assert back.record is None, "the same document after an outage is no change"
 
@@ -112,6 +113,7 @@ def test_a_signed_push_verifies_and_parses() -> None:
     ("changed body", "does not match"),
     ("replayed later", "signed 301 s away"),
     ("garbled header", "is not t=<seconds>"),
+    ("non-ASCII digits", "is not t=<seconds>"),
 ])
 def test_a_push_that_is_not_ours_is_refused_in_one_sentence(case: str, fragment: str) -> None:
     body, header = signed(PUSH)
@@ -124,8 +126,10 @@ def test_a_push_that_is_not_ours_is_refused_in_one_sentence(case: str, fragment:
         body = body.replace(b'"seq": 3', b'"seq": 4')
     elif case == "replayed later":
         now = T0 + 301
-    else:
+    elif case == "garbled header":
         header = "v1=abc"
+    else:
+        header = "t=\u00b2\u00b2,v1=abc"
     with pytest.raises(PushError, match=fragment):
         verify(body, header, KEY, now)
 
@@ -137,6 +141,8 @@ def test_a_push_that_is_not_ours_is_refused_in_one_sentence(case: str, fragment:
     (json.dumps(dict(PUSH, seq=0)).encode(), "seq is not a positive"),
     (json.dumps(dict(PUSH, seq=True)).encode(), "seq is not a positive"),
     (json.dumps(dict(PUSH, host="")).encode(), "names no host"),
+    (json.dumps(dict(PUSH, host="!vm1")).encode(), "not an inventory hostname"),
+    (json.dumps(dict(PUSH, host="vm1,vm2")).encode(), "not an inventory hostname"),
     (json.dumps({k: v for k, v in PUSH.items() if k != "quiet"}).encode(), "whether the VM is quiet"),
     (b" " * (1024 * 1024 + 1), "larger than"),
 ])
