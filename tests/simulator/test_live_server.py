@@ -26,6 +26,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 import pytest
 import requests
 
+from tests.timing import wait_for
+
 pytestmark = pytest.mark.live
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -198,18 +200,6 @@ def _terminate(process: "subprocess.Popen[str]") -> Optional[int]:
     if process.stdout is not None:
         process.stdout.close()
     return process.returncode
-
-
-def wait_for(probe: Callable[[], Optional[T]], timeout: float, what: str, interval: float = 0.01) -> T:
-    """Call `probe` until it returns something truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
 
 
 def _check_no_server_errors(sim: LiveSimulator) -> None:
