@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-test.txt requirements-analysis.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
-.PHONY: demo test ansible-test-legs check invariants invariant-mutants sanity units newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-analysis venv clean
+.PHONY: demo test ansible-test-legs check invariants invariant-mutants sanity units newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-analysis bench-reaction venv clean
 
 demo: $(STAMP)
 	$(PY) tools/demo.py
@@ -76,6 +76,12 @@ bench-analysis: $(STAMP)
 # Quiet-path cost of a cycle vs one ansible.builtin.uri GET per host (100 hosts; minutes).
 bench-cycle: $(STAMP)
 	$(PY) tools/bench_quiet_cycle.py --hosts 100 --rounds 3
+
+# Event-driven reaction (relays + ansible-rulebook) at 50 and 200 simulated VMs, and the watch playbook on
+# the same 50 VMs, in one run; figures to docs/benchmarks.md (about 20 minutes; needs Java 17+).
+# BENCH_REACTION_ARGS="--sizes 5 --events 2 --no-watch --report ''" for a quick try.
+bench-reaction: $(STAMP)
+	$(PY) tools/bench_reaction.py $(BENCH_REACTION_ARGS)
 
 venv: $(STAMP)
 

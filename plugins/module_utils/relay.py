@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional
 
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.events import resource_name
+
 PUSH_VERSION = 1
 SIGNATURE_HEADER = "X-Scheduled-Events-Signature"
 CHANGE = "change"
@@ -63,13 +65,27 @@ def document_key(document):
                       separators=(",", ":"))
 
 
-def is_quiet(document, state_has_work):
-    # type: (Optional[Dict[str, Any]], bool) -> bool
-    """Nothing to prepare, approve or recover on this VM: a document with no events and no saved work.
-    A VM without a document cannot tell, so it is not quiet (what cannot be seen counts as busy)."""
-    if document is None or state_has_work:
+def lists(event, vm_name):
+    # type: (Any, str) -> bool
+    """Whether a raw event's Resources name this VM (as the modules match: exact, case-insensitive); an event
+    whose Resources cannot be read might, so it counts as listing it (fail closed)."""
+    resources = event.get("Resources") if isinstance(event, dict) else None
+    if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
+        return True
+    wanted = resource_name(vm_name)
+    return any(resource_name(r) == wanted for r in resources)
+
+
+def is_quiet(document, state_has_work, vm_name):
+    # type: (Optional[Dict[str, Any]], bool, str) -> bool
+    """Nothing for a cycle to do on this VM: no event lists it and no saved work. Every VM of a set sees every
+    event of the set; one that an event does not list has nothing to prepare, and the VMs it lists (with any
+    VM still owed a recover) are what a cycle must read. A VM without a document or a name cannot tell, so
+    it is not quiet (what cannot be seen counts as busy)."""
+    if document is None or state_has_work or not vm_name:
         return False
-    return not document.get("Events")
+    events = document.get("Events")
+    return not any(lists(event, vm_name) for event in (events if isinstance(events, list) else [events]))
 
 
 @dataclass
@@ -132,7 +148,8 @@ class Tracker:
 
     def _quiet(self, state_has_work):
         """Quiet only on a fresh view: never before a first read, nor while IMDS does not answer."""
-        return self.key is not None and not self.last_error and is_quiet(self.document, state_has_work)
+        return self.key is not None and not self.last_error and is_quiet(self.document, state_has_work,
+                                                                          self.vm.get("name", ""))
 
     def _heartbeat_if_due(self, at, state_has_work):
         if self.last_push_at is not None and 0 <= at - self.last_push_at < self.settings.heartbeat_seconds:

@@ -19,17 +19,12 @@ import pytest
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import SIGNATURE_HEADER, sign
 from tests.conftest import COLLECTIONS_PATH
+from tests.eda.rulebook_setup import free_port
 
 SOURCE = Path(COLLECTIONS_PATH, "ansible_collections", "azure_imds", "scheduled_events", "extensions", "eda",
               "plugins", "event_source", "scheduled_events.py")
 TOKEN = b"source-test-token-0123456789"
 REBOOT = {"EventId": "A1", "EventType": "Reboot", "EventStatus": "Scheduled", "Resources": ["vm0"]}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def push(host: str, seq: int, quiet: bool, events=(), kind: str = "change", relay_id: str = "r1") -> Dict[str, Any]:

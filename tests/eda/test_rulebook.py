@@ -9,34 +9,23 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
-import subprocess
-import sys
+import signal
 import time
 from pathlib import Path
 from typing import Callable, List
 
-import yaml
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import SIGNATURE_HEADER, sign
 from imds_simulator.fleet import FleetSpec
-from tests.integration.runner import FILES, CycleBench
+from tests.eda.rulebook_setup import RulebookSetup, listening
+from tests.integration.runner import CycleBench
 from tests.live_fleet import LiveFleet
-from tests.relay.test_relay_process import RelayBench, free_port
+from tests.relay.test_relay_process import RelayBench
 from tests.timing import epoch, wait_for
 
-BIN = Path(sys.executable).parent
 TOKEN = b"rulebook-test-token-0123456789"
 CYCLE_PLAY = "PLAY [Azure Scheduled Events maintenance cycle]"
 
-
-
-def listening(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
-        return False
 
 
 def forged_push(port: int, host: str, event: dict) -> int:
@@ -59,21 +48,10 @@ def test_relays_and_the_rulebook_prepare_approve_and_recover_and_a_forged_push_a
     inventory = json.loads(bench.inventory.read_text())
     inventory["azure_vms"]["vars"]["maintenance_cycle_prepare_anyway_seconds"] = 480 / 30.0
     bench.inventory.write_text(json.dumps(inventory))
-    token = tmp_path / "token"
-    token.write_bytes(TOKEN)
-    token.chmod(0o600)
-    port = free_port()
-    (tmp_path / "vars.yml").write_text(yaml.safe_dump({
-        "token_file": str(token), "listen_port": port, "expected_hosts": ",".join(fleet.vms),
-        "prepare_tasks": str(FILES / "prepare_log.yml"), "recover_tasks": str(FILES / "recover_log.yml")}))
-    home = tmp_path / "home"
-    home.mkdir()
-    env = dict(os.environ, HOME=str(home), PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", ANSIBLE_NOCOLOR="1",
-               PYTHONUNBUFFERED="1")
+    setup = RulebookSetup(tmp_path, TOKEN, fleet.vms)
+    port = setup.port
     log = (tmp_path / "rulebook.log").open("w")
-    rulebook = subprocess.Popen([str(BIN / "ansible-rulebook"), "-r", "azure_imds.scheduled_events.scheduled_events",
-                                 "-i", str(bench.inventory), "--vars", str(tmp_path / "vars.yml")],
-                                cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+    rulebook = setup.start(bench.inventory, log)
     relays: List[RelayBench] = []
     output: Callable[[], str] = lambda: (tmp_path / "rulebook.log").read_text()  # noqa: E731
     try:
@@ -105,7 +83,7 @@ def test_relays_and_the_rulebook_prepare_approve_and_recover_and_a_forged_push_a
     finally:
         for relay in relays:
             relay.stop()
-        rulebook.terminate()
+        os.killpg(rulebook.pid, signal.SIGTERM)  # its own process group: the playbooks it runs too
         rulebook.wait(timeout=30)
         log.close()
         fleet.close()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -28,6 +27,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay 
 )
 from imds_simulator.fleet import FleetSpec
 from tests.conftest import COLLECTIONS_PATH
+from tests.eda.rulebook_setup import free_port
 from tests.live_fleet import LiveFleet
 from tests.timing import epoch, wait_for
 
@@ -69,12 +69,6 @@ class Receiver:
 
     def changes(self) -> List[Dict[str, Any]]:
         return [p for p in self.pushes if p["kind"] == "change"]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 

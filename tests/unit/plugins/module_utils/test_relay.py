@@ -63,14 +63,20 @@ def test_heartbeats_come_every_period_and_say_whether_the_vm_is_quiet() -> None:
     assert all(p["kind"] == HEARTBEAT for p in pushes if p)
 
 
-@pytest.mark.parametrize("document, work, quiet", [
-    (doc(1), False, True),
-    (doc(2, REBOOT), False, False),
-    (doc(1), True, False),
-    (None, False, False),   # blind: what cannot be seen is busy
+@pytest.mark.parametrize("document, work, name, quiet", [
+    (doc(1), False, "vm0", True),
+    (doc(2, REBOOT), False, "vm0", False),
+    (doc(2, REBOOT), False, "VM0", False),                # matched as the modules match: case-insensitive
+    (doc(2, dict(REBOOT, Resources=["_vm0"])), False, "vm0", False),   # 2017-03-01's underscore
+    (doc(2, REBOOT), False, "vm1", True),                 # the set sees it; it lists vm0 only
+    (doc(2, dict(REBOOT, Resources="vm0")), False, "vm1", False),   # unreadable Resources: busy
+    (doc(1), True, "vm0", False),                         # owed a recover
+    (doc(1), False, "", False),                           # a VM that cannot name itself cannot tell
+    (None, False, "vm0", False),                          # blind: what cannot be seen is busy
 ])
-def test_quiet_means_no_events_and_no_saved_work(document: dict, work: bool, quiet: bool) -> None:
-    assert is_quiet(document, work) is quiet
+def test_quiet_means_no_event_lists_this_vm_and_no_saved_work(document: dict, work: bool, name: str,
+                                                               quiet: bool) -> None:
+    assert is_quiet(document, work, name) is quiet
 
 
 def test_failed_polls_record_nothing_and_heartbeats_say_imds_is_down() -> None:

@@ -1,0 +1,500 @@
+"""`make bench-reaction`: event-driven reaction (relays + ansible-rulebook) at 50 and 200 VMs, and the
+watch playbook on the same 50-VM fleet, measured side by side in one run.
+
+Per fleet size N (time scale 1, an availability set of N VMs served by the simulator on 127.0.0.1):
+- event-driven: a relay process per VM (poll_interval 1.0 s, heartbeat 30 s) on its VM's IMDS root, the
+  real `ansible-rulebook -r azure_imds.scheduled_events.scheduled_events` with --vars (token_file,
+  listen_port, expected_hosts, prepare_tasks, recover_tasks: the test log tasks). Events are injected ONE
+  AT A TIME: the next one 15 s after the previous one's first prepare (or after its deadline);
+- watch (50 VMs only; --no-watch skips it): `azure_imds.scheduled_events.watch` with as many forks as
+  hosts; the same event mix injected as a STREAM, one every 10 s (a watch round takes longer than that,
+  so one-at-a-time would only make the run longer without changing what a round sees).
+Event mix: half Preempt (30 s notice), half Reboot (900 s notice), one VM each, all in fault domain 0
+(so that the fault-domain limit never defers a host and each reaction is the path's own).
+
+Figures, from the simulator's ground truth and the prepare log: reaction = event appears in the
+simulator (`appeared_at`) -> first prepare start, per event (median, p95); Preempt prepared before
+NotBefore (%); missed (never prepared within the run); controller CPU-seconds per event (the rulebook's
+process tree: own + reaped children's CPU from /proc, measured from just before the first event to just
+after the last one's deadline, heartbeats included); relay max RSS and mean CPU % of one core.
+
+    python tools/bench_reaction.py [--sizes 50,200] [--events 6] [--no-watch] [--report docs/benchmarks.md]
+Quick try: python tools/bench_reaction.py --sizes 5 --events 2 --no-watch --report ''
+Every wait is bounded; --max-minutes bounds the whole run; processes are killed (whole trees) on any exit.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from imds_simulator.fleet import FleetSpec  # noqa: E402
+from tests.integration.runner import CycleBench  # noqa: E402
+from tests.eda.rulebook_setup import RulebookSetup, listening  # noqa: E402
+from tests.live_fleet import LiveFleet  # noqa: E402
+from tools.stage_collection import stage  # noqa: E402
+
+WORK = REPO / "build" / "bench-reaction"
+REPORT = REPO / "docs" / "benchmarks.md"
+SECTION = "## Event-driven reaction (`make bench-reaction`)"
+BIN = Path(sys.executable).parent
+PLAIN_PYTHON = getattr(sys, "_base_executable", sys.executable)  # the relays need no Ansible
+TOKEN = b"bench-reaction-token-0123456789"
+RELAY = "ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay_program"
+NOTICE = {"Preempt": 30, "Reboot": 900}
+EDA_GAP_S = 15.0      # after an event's first prepare (event-driven), before the next event
+WATCH_GAP_S = 10.0    # between two events of the watch's stream
+WAIT_PREPARE_S = 240  # how long an event may wait for its first prepare (a Preempt: until it is gone);
+#                      one not prepared by the end of its size's run counts as missed
+DEADLINE: List[float] = [0.0]  # the whole run's monotonic deadline
+
+
+class OutOfTime(Exception):
+    pass
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.25) -> Any:
+    deadline = min(time.monotonic() + timeout, DEADLINE[0])
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise OutOfTime(f"timed out waiting for {what}")
+        time.sleep(interval)
+
+
+def epoch(iso: Optional[str]) -> Optional[float]:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() if iso else None
+
+
+def percentile(values: List[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
+
+
+
+
+
+
+# --- processes -------------------------------------------------------------------------------------
+
+def kill_tree(proc: Optional[subprocess.Popen], grace: float = 15.0) -> None:
+    """SIGTERM the process (and its group), then SIGKILL everything of its tree still there."""
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        tree = [psutil.Process(proc.pid)] + psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        tree = []
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    for extra in list(tree):
+        try:
+            tree += extra.children(recursive=True)
+        except psutil.Error:
+            pass
+    for member in tree:
+        try:
+            member.kill()
+        except psutil.Error:
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of a live process tree: each live member's own time plus what it reaped of its children.
+    A child's time moves into its parent's children_* when reaped, so nothing is counted twice."""
+    try:
+        root = psutil.Process(pid)
+        members = [root] + root.children(recursive=True)
+    except psutil.Error:
+        return float("nan")
+    total = 0.0
+    for member in members:
+        try:
+            t = member.cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+        except psutil.Error:
+            pass
+    return total
+
+
+def cycling(pid: int) -> bool:
+    """Whether an ansible-playbook runs under the rulebook now."""
+    try:
+        return any("ansible-playbook" in " ".join(c.cmdline()) for c in psutil.Process(pid).children(recursive=True))
+    except psutil.Error:
+        return False
+
+
+def own_cpu(pid: int) -> Optional[float]:
+    try:
+        t = psutil.Process(pid).cpu_times()
+        return t.user + t.system
+    except psutil.Error:
+        return None
+
+
+def rss_mib(pid: int) -> Optional[float]:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+@dataclass
+class Relay:
+    vm: str
+    config: Path
+    history: Path
+    log: Path
+    process: Optional[subprocess.Popen] = None
+
+    def start(self, collections: Path) -> None:
+        env = dict(os.environ, PYTHONPATH=str(collections))
+        with self.log.open("w") as log:
+            self.process = subprocess.Popen([PLAIN_PYTHON, "-m", RELAY, str(self.config)], env=env,
+                                            stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+
+    def recorded(self) -> bool:
+        return self.history.exists() and self.history.stat().st_size > 0
+
+
+def make_relay(work: Path, fleet: LiveFleet, bench: CycleBench, vm: str, port: int) -> Relay:
+    base = work / "relays" / vm
+    base.mkdir(parents=True, exist_ok=True)
+    token = base / "token"
+    token.write_bytes(TOKEN)
+    token.chmod(0o600)
+    config = base / "relay.json"
+    config.write_text(json.dumps({
+        "host": vm, "controller_url": f"http://127.0.0.1:{port}/push", "token_file": str(token),
+        "state_dir": str(base / "state"), "imds_url": fleet.url(vm), "poll_interval": 1.0,
+        "heartbeat_seconds": 30.0, "history_path": str(base / "history.jsonl"),
+        "cycle_state_path": str(bench.state_path(vm))}))
+    return Relay(vm, config, base / "history.jsonl", base / "relay.log")
+
+
+# --- events ----------------------------------------------------------------------------------------
+
+def event_mix(count: int) -> List[str]:
+    """Half Preempt, half Reboot, alternating (Preempt first)."""
+    return ["Preempt" if n % 2 == 0 else "Reboot" for n in range(count)]
+
+
+def victims(fleet: LiveFleet, count: int) -> List[str]:
+    """`count` distinct VMs of fault domain 0 (the fault-domain limit then never defers one)."""
+    fd0 = [v.name for v in fleet.engine.fleet.vms if v.fault_domain == 0]
+    if len(fd0) < count:
+        raise SystemExit(f"{count} events need {count} VMs in fault domain 0; the fleet has {len(fd0)}")
+    step = max(1, len(fd0) // count)  # spread over the fleet
+    return fd0[::step][:count]
+
+
+def inject(fleet: LiveFleet, kind: str, vm: str, n: int) -> str:
+    (event_id,) = fleet.inject({"key": f"bench-{n}", "type": kind, "notice_s": NOTICE[kind],
+                                "resources": {"names": [vm]}})
+    return event_id
+
+
+def first_prepare(bench: CycleBench, event_id: str) -> Optional[float]:
+    times = [a["at"] for a in bench.actions("prepare") if str(a["event_id"]).upper() == event_id.upper()]
+    return min(times) if times else None
+
+
+def settled(fleet: LiveFleet, bench: CycleBench, event_id: str) -> bool:
+    """Prepared, or gone (a Preempt that ran out), or past its NotBefore: waiting longer would not help."""
+    if first_prepare(bench, event_id) is not None:
+        return True
+    for event in fleet.truth():
+        if event["event_id"] == event_id:
+            return event["removed_at"] is not None or (epoch(event["not_before"]) or 0) + 10 < time.time()
+    return False
+
+
+def outcomes(fleet: LiveFleet, bench: CycleBench, ids: List[str]) -> Dict[str, Any]:
+    truth = {e["event_id"]: e for e in fleet.truth()}
+    reactions, preempts, preempt_in_time, missed = [], 0, 0, []
+    rows = []
+    for event_id in ids:
+        event = truth[event_id]
+        prepared = first_prepare(bench, event_id)
+        appeared, not_before = epoch(event["appeared_at"]), epoch(event["not_before"])
+        if prepared is None:
+            missed.append(f"{event_id[:8]} ({event['event_type']})")
+        else:
+            reactions.append(prepared - appeared)
+        if event["event_type"] == "Preempt":
+            preempts += 1
+            preempt_in_time += prepared is not None and not_before is not None and prepared < not_before
+        rows.append({"event_id": event_id, "type": event["event_type"], "appeared_at": appeared,
+                     "not_before": not_before, "prepared_at": prepared, "start_reason": event["start_reason"]})
+    return {"reactions": reactions, "preempts": preempts, "preempt_in_time": preempt_in_time,
+            "missed": missed, "events": rows}
+
+
+# --- runs ------------------------------------------------------------------------------------------
+
+@dataclass
+class Result:
+    way: str
+    size: int
+    found: Dict[str, Any]
+    controller_cpu_s: Optional[float] = None
+    relay_rss_mib: Optional[float] = None
+    relay_cpu_pct: Optional[float] = None
+    notes: List[str] = field(default_factory=list)
+
+
+def environment(work: Path) -> Path:
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    collections = work / "collections"
+    stage(collections)
+    cfg = work / "ansible.cfg"
+    cfg.write_text("[defaults]\n")
+    os.environ.update(ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_CONFIG=str(cfg), ANSIBLE_NOCOLOR="1")
+    for name in ("ANSIBLE_CALLBACKS_ENABLED", "ANSIBLE_CALLBACK_WHITELIST", "SCHEDULED_EVENTS_HISTORY_PATH",
+                 "ANSIBLE_STDOUT_CALLBACK"):
+        os.environ.pop(name, None)
+    return collections
+
+
+def run_eda(size: int, events: int, collections: Path) -> Result:
+    work = WORK / f"eda-{size}"
+    work.mkdir()
+    fleet = LiveFleet(None, time_scale=1.0, fleet=FleetSpec(name=f"avset-eda-{size}", vms=size, fault_domains=3))
+    bench = CycleBench(fleet, work)
+    setup = RulebookSetup(work, TOKEN, fleet.vms)
+    port = setup.port
+    relays: List[Relay] = []
+    rulebook: Optional[subprocess.Popen] = None
+    try:
+        with (work / "rulebook.log").open("w") as log:
+            rulebook = setup.start(bench.inventory, log)
+        wait_for(lambda: listening(port) or rulebook.poll() is not None, 120, "the source to listen")
+        if rulebook.poll() is not None:
+            raise SystemExit("ansible-rulebook ended:\n" + (work / "rulebook.log").read_text()[-3000:])
+        for vm in fleet.vms:
+            relay = make_relay(work, fleet, bench, vm, port)
+            relay.start(collections)
+            relays.append(relay)
+        wait_for(lambda: all(r.recorded() for r in relays), 60 + size, "every relay's first document")
+        # Any cycle the relays' first pushes ask for must be over (and none for 5 s), so that the first
+        # event does not wait behind start-up work.
+        time.sleep(10)
+        quiet_since = [time.monotonic()]
+
+        def settled_down() -> bool:
+            if cycling(rulebook.pid):
+                quiet_since[0] = time.monotonic()
+            return time.monotonic() - quiet_since[0] >= 5
+
+        wait_for(settled_down, 180 + size, "the start-up cycles to end", interval=0.5)
+        print(f"  event-driven, {size} VMs: rulebook and {len(relays)} relays up; injecting {events} events",
+              flush=True)
+        relay_cpu0 = {r.vm: own_cpu(r.process.pid) for r in relays}
+        cpu0, wall0 = tree_cpu(rulebook.pid), time.monotonic()
+        max_rss = 0.0
+        ids: List[str] = []
+        for n, (kind, vm) in enumerate(zip(event_mix(events), victims(fleet, events))):
+            event_id = inject(fleet, kind, vm, n)
+            ids.append(event_id)
+            try:  # an event still unprepared after WAIT_PREPARE_S is reported as such; the next one comes
+                wait_for(lambda: settled(fleet, bench, event_id), WAIT_PREPARE_S, f"event {n} to settle",
+                         interval=0.5)
+            except OutOfTime:
+                if time.monotonic() > DEADLINE[0]:
+                    raise
+                print(f"  event {n} ({kind}) not prepared within {WAIT_PREPARE_S} s", flush=True)
+            max_rss = max([max_rss] + [rss_mib(r.process.pid) or 0.0 for r in relays])
+            time.sleep(EDA_GAP_S)
+            if rulebook.poll() is not None:
+                raise SystemExit("ansible-rulebook ended:\n" + (work / "rulebook.log").read_text()[-3000:])
+        cpu1, wall1 = tree_cpu(rulebook.pid), time.monotonic()
+        relay_cpu = [(own_cpu(r.process.pid) or 0.0) - (relay_cpu0[r.vm] or 0.0) for r in relays]
+        found = outcomes(fleet, bench, ids)
+        return Result("event-driven", size, found, controller_cpu_s=(cpu1 - cpu0) / events,
+                      relay_rss_mib=max_rss, relay_cpu_pct=100 * statistics.mean(relay_cpu) / (wall1 - wall0),
+                      notes=[f"{wall1 - wall0:.0f} s of events"])
+    finally:
+        for relay in relays:
+            if relay.process and relay.process.poll() is None:
+                relay.process.terminate()
+        for relay in relays:
+            kill_tree(relay.process, grace=5)
+        kill_tree(rulebook)
+        fleet.close()
+
+
+def run_watch(size: int, events: int) -> Result:
+    work = WORK / f"watch-{size}"
+    work.mkdir()
+    fleet = LiveFleet(None, time_scale=1.0, fleet=FleetSpec(name=f"avset-watch-{size}", vms=size, fault_domains=3))
+    bench = CycleBench(fleet, work)
+    window = events * WATCH_GAP_S + WAIT_PREPARE_S + 120
+    command, env = bench.command("watch", False, True, True, {
+        "watch_seconds": window + 120, "watch_poll_interval": 1, "watch_round_seconds": 10}, size, None)
+    proc: Optional[subprocess.Popen] = None
+    try:
+        with (work / "watch.log").open("w") as log:
+            proc = subprocess.Popen(command, env=env, cwd=work, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        # The first round reads and saves every host: start the events once it is over.
+        wait_for(lambda: all(bench.state(vm) for vm in fleet.vms) or proc.poll() is not None, 600,
+                 "the watch's first round")
+        if proc.poll() is not None:
+            raise SystemExit("the watch ended:\n" + (work / "watch.log").read_text()[-3000:])
+        print(f"  watch, {size} VMs: first round over; injecting {events} events as a stream", flush=True)
+        cpu0 = tree_cpu(proc.pid)
+        ids = []
+        for n, (kind, vm) in enumerate(zip(event_mix(events), victims(fleet, events))):
+            ids.append(inject(fleet, kind, vm, n))
+            time.sleep(WATCH_GAP_S)
+        wait_for(lambda: all(settled(fleet, bench, i) for i in ids), WAIT_PREPARE_S + 120, "the events to settle",
+                 interval=1.0)
+        cpu1 = tree_cpu(proc.pid)
+        return Result("watch", size, outcomes(fleet, bench, ids), controller_cpu_s=(cpu1 - cpu0) / events)
+    finally:
+        kill_tree(proc)
+        fleet.close()
+
+
+# --- report ----------------------------------------------------------------------------------------
+
+def fmt(value: Optional[float], digits: int = 1) -> str:
+    return "n/a" if value is None or value != value else f"{value:.{digits}f}"
+
+
+def render(results: List[Result], argv: List[str], wall: float) -> str:
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                          text=True).stdout.strip() or "unknown"
+    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    command = "python tools/bench_reaction.py " + " ".join(argv) if argv else "python tools/bench_reaction.py"
+    lines = [
+        SECTION, "",
+        f"Command: `{command}` (`make bench-reaction` runs `--sizes 50,200 --events 6` and the watch); "
+        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, head {head}{' with uncommitted changes' if dirty else ''}, "
+        f"{wall / 60:.1f} wall minutes, this project's 2-core machine (shared and noisy).", "",
+        "Time scale 1; events on one VM each, half Preempt (30 s notice), half Reboot (900 s); reaction = the "
+        "event appears in the simulator -> first prepare starts (the prepare log). Event-driven: a relay process "
+        "per VM (poll 1 s, heartbeat 30 s), the real ansible-rulebook with the collection's rulebook, events one "
+        f"at a time ({EDA_GAP_S:g} s after the previous one's first prepare). Watch: `azure_imds.scheduled_events.watch`, "
+        f"forks = VMs, the same mix as a stream (one every {WATCH_GAP_S:g} s). Controller CPU: the rulebook's (or the "
+        "watch's) process tree, children included, over the events phase, per event.", "",
+        "| way | VMs | events | reaction median | reaction p95 | Preempt prepared before NotBefore | missed "
+        "| controller CPU-s / event | relay max RSS | relay mean CPU (one core) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    p95 = {}
+    for r in results:
+        f = r.found
+        med = statistics.median(f["reactions"]) if f["reactions"] else None
+        high = percentile(f["reactions"], 0.95) if f["reactions"] else None
+        p95[(r.way, r.size)] = high
+        preempt = f"{100 * f['preempt_in_time'] / f['preempts']:.0f} % ({f['preempt_in_time']}/{f['preempts']})" \
+            if f["preempts"] else "n/a"
+        lines.append(
+            f"| {r.way} | {r.size} | {len(f['events'])} | {fmt(med)} s | {fmt(high)} s | {preempt} | "
+            f"{len(f['missed'])}{' (' + ', '.join(f['missed']) + ')' if f['missed'] else ''} | "
+            f"{fmt(r.controller_cpu_s)} | {fmt(r.relay_rss_mib)} MiB | {fmt(r.relay_cpu_pct, 2)} % |"
+            .replace("n/a MiB", "n/a").replace("n/a %", "n/a"))
+    lines.append("")
+    sizes = sorted(s for w, s in p95 if w == "event-driven")
+    if len(sizes) >= 2 and p95[("event-driven", sizes[0])] and p95[("event-driven", sizes[-1])] is not None:
+        lines.append(f"- Event-driven p95({sizes[-1]}) / p95({sizes[0]}) = "
+                     f"{p95[('event-driven', sizes[-1])] / p95[('event-driven', sizes[0])]:.2f}.")
+    lines.append("- Per event (s from appearing): " + "; ".join(
+        f"{r.way} {r.size}: " + ", ".join(
+            f"{e['type'][0]} {fmt(e['prepared_at'] - e['appeared_at']) if e['prepared_at'] else 'missed'}"
+            for e in r.found["events"]) for r in results) + " (P = Preempt, R = Reboot).")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(path: Path, text: str) -> None:
+    old = path.read_text() if path.exists() else ""
+    if SECTION in old:  # replace our section, up to the next "## " heading
+        before, rest = old.split(SECTION, 1)
+        after = rest.split("\n## ", 1)
+        old = before.rstrip("\n") + ("\n\n## " + after[1] if len(after) > 1 else "")
+        old = old.rstrip("\n") + "\n"
+    path.write_text(old.rstrip("\n") + "\n\n" + text)
+
+
+def parse_args(argv: List[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="50,200", help="fleet sizes for the event-driven runs")
+    parser.add_argument("--events", type=int, default=6, help="events per size (half Preempt, half Reboot)")
+    parser.add_argument("--no-watch", action="store_true", help="skip the watch comparison")
+    parser.add_argument("--watch-size", type=int, default=50)
+    parser.add_argument("--max-minutes", type=float, default=60.0, help="the whole run stops after this")
+    parser.add_argument("--report", default=str(REPORT), help="markdown file to append to ('' for none)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    if not shutil.which("java"):
+        raise SystemExit("ansible-rulebook needs Java 17+: apt-get install openjdk-17-jre-headless")
+    DEADLINE[0] = time.monotonic() + args.max_minutes * 60
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    started = time.monotonic()
+    collections = environment(WORK)
+    print(f"bench-reaction: sizes {sizes}, {args.events} events each, watch "
+          f"{'off' if args.no_watch else args.watch_size}; work in {WORK}", flush=True)
+    results: List[Result] = []
+    try:
+        for size in sizes:
+            results.append(run_eda(size, args.events, collections))
+        if not args.no_watch:
+            results.append(run_watch(args.watch_size, args.events))
+    except (OutOfTime, KeyboardInterrupt) as exc:
+        print(f"bench-reaction stopped early: {exc!r}", file=sys.stderr)
+        if not results:
+            return 1
+    text = render(results, argv, time.monotonic() - started)
+    print(text)
+    report = Path(args.report) if args.report else None
+    if report:
+        write_report(report, text)
+        print(f"written to {report}")
+    return 0 if all(not r.found["missed"] for r in results if r.way == "event-driven") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
