@@ -148,8 +148,8 @@ class Tracker:
 
     def _quiet(self, state_has_work):
         """Quiet only on a fresh view: never before a first read, nor while IMDS does not answer."""
-        return self.key is not None and not self.last_error and is_quiet(self.document, state_has_work,
-                                                                          self.vm.get("name", ""))
+        fresh = self.key is not None and not self.last_error
+        return fresh and is_quiet(self.document, state_has_work, self.vm.get("name", ""))
 
     def _heartbeat_if_due(self, at, state_has_work):
         if self.last_push_at is not None and 0 <= at - self.last_push_at < self.settings.heartbeat_seconds:

@@ -74,8 +74,8 @@ def test_heartbeats_come_every_period_and_say_whether_the_vm_is_quiet() -> None:
     (doc(1), False, "", False),                           # a VM that cannot name itself cannot tell
     (None, False, "vm0", False),                          # blind: what cannot be seen is busy
 ])
-def test_quiet_means_no_event_lists_this_vm_and_no_saved_work(document: dict, work: bool, name: str,
-                                                               quiet: bool) -> None:
+def test_quiet_means_no_event_lists_this_vm_and_no_saved_work(
+        document: dict, work: bool, name: str, quiet: bool) -> None:
     assert is_quiet(document, work, name) is quiet
 
 
