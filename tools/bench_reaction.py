@@ -47,6 +47,8 @@ from imds_simulator.fleet import FleetSpec  # noqa: E402
 from tests.integration.runner import CycleBench  # noqa: E402
 from tests.eda.rulebook_setup import RulebookSetup, listening  # noqa: E402
 from tests.live_fleet import LiveFleet  # noqa: E402
+from tests import timing  # noqa: E402
+from tools.soak import rss_mib  # noqa: E402
 from tools.stage_collection import stage  # noqa: E402
 
 WORK = REPO / "build" / "bench-reaction"
@@ -69,14 +71,11 @@ class OutOfTime(Exception):
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.25) -> Any:
-    deadline = min(time.monotonic() + timeout, DEADLINE[0])
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise OutOfTime(f"timed out waiting for {what}")
-        time.sleep(interval)
+    """tests.timing.wait_for, also bounded by the whole run's deadline."""
+    try:
+        return timing.wait_for(predicate, min(timeout, DEADLINE[0] - time.monotonic()), what, interval)
+    except AssertionError as exc:
+        raise OutOfTime(str(exc))
 
 
 def epoch(iso: Optional[str]) -> Optional[float]:
@@ -164,14 +163,6 @@ def own_cpu(pid: int) -> Optional[float]:
         return None
 
 
-def rss_mib(pid: int) -> Optional[float]:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
 
 
 @dataclass
