@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 from imds_simulator import scenario as sc
 from imds_simulator.engine import Engine, EngineOptions
@@ -20,9 +20,9 @@ from imds_simulator.server import ServerOptions, Simulator, serve_in_thread
 class LiveFleet:
     """A simulator serving over real HTTP on loopback, started in this process."""
 
-    def __init__(self, scenario: Optional[str], time_scale: float = 60.0, seed: int = 1,
+    def __init__(self, scenario: Union[str, sc.Scenario, None], time_scale: float = 60.0, seed: int = 1,
                  fleet: Optional[FleetSpec] = None, **server: Any):
-        loaded = sc.load(scenario) if scenario else None
+        loaded = sc.load(scenario) if isinstance(scenario, str) else scenario
         spec = fleet or _fleet_of(loaded)
         self.engine = Engine(build_fleet(spec), loaded, datetime.now(timezone.utc), time_scale=time_scale,
                              seed=seed, options=EngineOptions(simulate_impact=server.pop("simulate_impact", True)))

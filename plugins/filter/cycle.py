@@ -25,19 +25,28 @@ def _guard(func, *args, **kwargs):
         raise AnsibleFilterError(str(exc))
 
 
-def _host_input(hostvars, host):
-    """What the plan needs of one host: this run's read, its lock, its availability set, its last known VM."""
+def _host_input(hostvars, host, remembered):
+    """What the plan needs of one host: this run's read, its lock, its availability set, its last known VM (from
+    an earlier round of a watch, else from the control node's memory, vm_memory)."""
     variables = hostvars[host]
     lock = variables.get("maintenance_cycle_lock")
     return {"result": variables.get("maintenance_cycle_query"),
             "lock": lock.get("lock") if isinstance(lock, dict) else None,
             "availability_set": variables.get("maintenance_cycle_availability_set") or "",
-            "last_vm": variables.get("maintenance_cycle_last_vm")}
+            "last_vm": variables.get("maintenance_cycle_last_vm") or remembered.get(host),
+            "left_alone": variables.get("maintenance_cycle_left_alone") is True}
 
 
-def cycle_plan(hosts, hostvars, policy=None):
-    inputs = dict((host, _host_input(hostvars, host)) for host in hosts)
+def cycle_plan(hosts, hostvars, policy=None, remembered=None):
+    inputs = dict((host, _host_input(hostvars, host, remembered or {})) for host in hosts)
     return _guard(cycle_policy.plan_cycle, inputs, dict(policy or {}), datetime.now(timezone.utc))
+
+
+def read_vms(hosts, hostvars):
+    """{host: this_vm} of the hosts this run read (what vm_memory remembers)."""
+    reads = dict((host, hostvars[host].get("maintenance_cycle_query")) for host in hosts)
+    return dict((host, read["this_vm"]) for host, read in reads.items()
+                if cycle_policy.was_read(read) and not hostvars[host].get("maintenance_cycle_left_alone"))
 
 
 def cycle_confirm(plan, alive_hosts):
@@ -87,4 +96,4 @@ class FilterModule(object):
     def filters(self):
         return {"cycle_plan": cycle_plan, "cycle_confirm": cycle_confirm, "cycle_state": cycle_state,
                 "cycle_run_name": cycle_run_name, "watch_start": watch_start, "watch_timing": watch_timing,
-                "watch_after_round": watch_after_round, "watch_done": watch_done}
+                "watch_after_round": watch_after_round, "watch_done": watch_done, "read_vms": read_vms}

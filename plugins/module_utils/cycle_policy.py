@@ -107,12 +107,13 @@ def domain_key(this_vm, availability_set=""):
 
 
 def host_views(hosts):
-    """{host: {result, lock, availability_set, last_vm}} -> {host: view}.
+    """{host: {result, lock, availability_set, last_vm, left_alone}} -> {host: view}.
 
     `result` is the host's scheduled_events_info result of this run (None, failed or unreachable when it
     could not be read); `lock` is the `lock` that scheduled_events_lock returned before that read (None when
     no lock is taken); `last_vm` is its `this_vm` from an earlier read (a watch keeps it), so that a host
-    without a fresh read still holds its last known fault domain.
+    without a fresh read still holds its last known fault domain; `left_alone` marks a host the run did not
+    contact (maintenance_cycle_leave_alone): unread, whatever result it carries.
     """
     views = {}
     for host, given in sorted(hosts.items()):
@@ -120,13 +121,16 @@ def host_views(hosts):
         result = given.get("result")
         # A failed read may still have told which VM it is (the compute metadata came first).
         last_vm = (result.get("this_vm") if isinstance(result, dict) else None) or given.get("last_vm")
-        views[host] = _view(host, result if _was_read(result) else None, given.get("lock") or {},
+        read = was_read(result) and not given.get("left_alone")
+        views[host] = _view(host, result if read else None, given.get("lock") or {},
                             given.get("availability_set") or "", last_vm)
+        views[host]["left_alone"] = bool(given.get("left_alone"))
     _mark_ambiguous(views)
     return views
 
 
-def _was_read(result):
+def was_read(result):
+    """Whether a scheduled_events_info result is a read the plan can use."""
     return (isinstance(result, dict) and not result.get("failed") and not result.get("unreachable")
             and not result.get("skipped") and isinstance(result.get("events"), list))
 
@@ -379,7 +383,8 @@ def _approval_refusal(event, hosts, views, plan, by_vm, admitted, policy):
         return "policy leaves %s events to NotBefore" % event["event_type"]
     unseen = [h for h in hosts if views[h]["status"] != FRESH]
     if unseen:
-        return "; ".join(UNSEEN_REASONS[views[h]["status"]] % h for h in unseen)
+        return "; ".join(("%s was left alone" if views[h]["left_alone"] else UNSEEN_REASONS[views[h]["status"]]) % h
+                         for h in unseen)
     outside = [r for r in event["resources"] if resource_name(r) not in by_vm]
     if outside and not policy["approve_outside_play"]:
         return "lists VMs outside this play (%s)" % ", ".join(outside)
@@ -430,8 +435,10 @@ def _notes(views, plan):
     notes = []
     for host, view in sorted(views.items()):
         if view["status"] == UNREAD:
-            notes.append("%s could not be read: it holds %s, and no event that lists it is approved."
-                         % (host, "its last known fault domain (%s)" % view["domain"]
+            notes.append("%s %s: it holds %s, and no event that lists it is approved."
+                         % (host, "was left alone (maintenance_cycle_leave_alone: inside a started event, or "
+                                  "without IMDS)" if view["left_alone"] else "could not be read",
+                            "its last known fault domain (%s)" % view["domain"]
                             if view["domain"] != UNKNOWN_DOMAIN else "every new fault domain back"))
         elif view["status"] == AMBIGUOUS:
             notes.append("%s shares its VM name %s with another host of the target (another resource group?): "

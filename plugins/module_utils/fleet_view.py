@@ -8,14 +8,22 @@ FleetView. Each accepted push updates a host's entry; a push that shows news (an
 longer quiet, a host heard from again) asks for a cycle. A cycle runs on every host with work: not
 quiet, stale (no push for `stale_seconds`), or expected and never heard from: what the controller
 cannot see counts as busy. Without a list of expected hosts the view cannot know whom it has never
-heard from, so every cycle then covers the whole target. While a cycle runs, news is kept and
-coalesced into the next one; a cycle that never reports done gives its news back. While any host has
-work, a cycle also runs every `rerun_seconds`, news or not: deferred hosts, "prepare anyway" before
-NotBefore and failed prepares or recovers need a next cycle that no push may announce.
+heard from, so every cycle then covers the whole target.
+
+News on hosts that no running cycle covers starts another cycle at once (up to `max_parallel_runs`): an
+event must not wait out a cycle busy with another one, since a Preempt gives 30 seconds. That is safe
+because every cycle covers every host with work, the running cycles' hosts too, and the VM locks make a
+host another cycle holds count as in maintenance (HELD in cycle_policy.py), so its fault domain blocks
+the others of its set. News on hosts a running cycle covers is kept and coalesced into the next cycle
+after those end; a cycle that never reports done gives its news back. While any host has work and no
+cycle runs, a cycle also runs every `rerun_seconds`, news or not: deferred hosts, "prepare anyway"
+before NotBefore and failed prepares or recovers need a next cycle that no push may announce.
 
 Times are a monotonic clock's seconds (a wall-clock step must not make a silent host fresh).
 
-A push never decides anything beyond which hosts a cycle looks at: the cycle reads every VM itself.
+A push never decides anything beyond which hosts a cycle looks at, and which of those it leaves alone as
+busy (a host whose own relay says it is inside a started event, or cannot read IMDS): the cycle reads
+every other VM itself, so a push can make a host count as busy, never as free.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -35,6 +43,7 @@ class HostView:
     heard_at: float
     quiet: bool
     document: str = ""        # the last document's key, from change pushes
+    away: str = ""            # why a cycle should not contact it now ("" to contact it): see leave_alone()
 
 
 @dataclass
@@ -43,6 +52,7 @@ class ViewSettings:
     max_run_seconds: float = 900.0        # a cycle not reported done by then no longer holds back the next
     rerun_seconds: float = 60.0           # while a host has work, a cycle at least this often
     expected_hosts: List[str] = field(default_factory=list)   # the target's hosts; [] unknown: whole target
+    max_parallel_runs: int = 3            # cycles at once, for news on hosts no running cycle covers
 
 
 @dataclass
@@ -53,6 +63,7 @@ class Run:
     changed: List[str]
     stale: List[str]
     started_at: float
+    leave_alone: List[str] = field(default_factory=list)   # hosts of the run it must not contact (busy)
 
 
 @dataclass
@@ -61,7 +72,7 @@ class FleetView:
     hosts: Dict[str, HostView] = field(default_factory=dict)
     pending: Set[str] = field(default_factory=set)      # hosts with news since the last run began
     stale_noted: Set[str] = field(default_factory=set)   # stale hosts already put into a run
-    running: Optional[Run] = None
+    running: Dict[int, Run] = field(default_factory=dict)   # by run number
     started_at: Optional[float] = None   # the view's first tick: relays get stale_seconds to be heard from
     last_run_at: Optional[float] = None
     runs: int = 0
@@ -81,9 +92,12 @@ class FleetView:
             self.duplicates += 1
             return False
         quiet = push["quiet"] and push.get("imds_ok", True) is not False
-        news = known is None or (known.quiet and not quiet) or host in self.stale_noted
+        away = _away(push)
+        news = (known is None or (known.quiet and not quiet) or host in self.stale_noted
+                or bool(known.away and not away))   # back from its event: a cycle may do its work now
         entry = known or HostView(push["relay_id"], push["seq"], now, quiet)
-        entry.relay_id, entry.seq, entry.heard_at, entry.quiet = push["relay_id"], push["seq"], now, quiet
+        entry.relay_id, entry.seq, entry.heard_at = push["relay_id"], push["seq"], now
+        entry.quiet, entry.away = quiet, away
         if push["kind"] == CHANGE:
             key = document_key(_document_of(push))
             news = news or key != entry.document
@@ -108,6 +122,15 @@ class FleetView:
             silent |= self.unheard()
         return sorted(silent)
 
+    def leave_alone(self, hosts, now):
+        # type: (List[str], float) -> List[str]
+        """Hosts a cycle keeps in its play but does not contact, counting them as unread (busy): their own relay
+        says, freshly, that IMDS does not answer or that a Started event lists them (rebooting, redeploying,
+        frozen, evicted). Contacting them would only hold the whole cycle up until a timeout, while their fault
+        domain is busy either way. A push can only make a host count as busy this way, never as free."""
+        stale = set(self.stale(now))
+        return sorted(h for h in hosts if h in self.hosts and self.hosts[h].away and h not in stale)
+
     def with_work(self, now):
         # type: (float) -> List[str]
         """Hosts a cycle must look at: not quiet, stale, or never heard from (in any run, from the start)."""
@@ -115,40 +138,60 @@ class FleetView:
 
     def next_run(self, now):
         # type: (float) -> Optional[Run]
-        """The cycle to start now, or None: news, a newly stale host, or work left after rerun_seconds, and no
-        cycle still running (one that outlived max_run_seconds gives its news back)."""
-        if self.running is not None:
-            if now - self.running.started_at < self.settings.max_run_seconds:
-                return None
-            self._give_back(self.running)
-        stale = set(self.stale(now))
-        newly_stale = stale - self.stale_noted
+        """The cycle to start now, or None. With no cycle running: news, a newly stale host, or work left
+        after rerun_seconds. While cycles run: news or a newly stale host that none of them covers, up to
+        max_parallel_runs (a cycle that outlived max_run_seconds gives its news back and stops counting)."""
+        for run in [r for r in self.running.values() if now - r.started_at >= self.settings.max_run_seconds]:
+            self._give_back(run)
+        newly_stale = set(self.stale(now)) - self.stale_noted
         work = set(self.with_work(now))
-        since = self.last_run_at if self.last_run_at is not None else self.started_at
-        rerun = bool(work) and now - since >= self.settings.rerun_seconds
-        if not self.pending and not newly_stale and not rerun:
+        covered = self._covered()
+        news, stale = self.pending - covered, newly_stale - covered
+        if self.running:
+            if not (news or stale) or len(self.running) >= self.settings.max_parallel_runs:
+                return None
+        elif not news and not stale and not self._rerun_due(work, now):
             return None
-        self.stale_noted |= newly_stale
+        self.stale_noted |= stale
         self.runs += 1
         hosts = sorted(work | self.pending) if self.settings.expected_hosts else []
-        self.running = Run(self.runs, hosts, sorted(self.pending), sorted(newly_stale), now)
-        self.pending = set()
+        run = Run(self.runs, hosts, sorted(news), sorted(stale), now, self.leave_alone(hosts, now))
+        self.running[run.number] = run
+        self.pending -= news
         self.last_run_at = now
-        return self.running
+        return run
 
     def done(self, number):
         # type: (int) -> bool
-        """The cycle `number` ended; True when it was the running one (the next may start)."""
-        if self.running is None or self.running.number != number:
-            return False
-        self.running = None
-        return True
+        """The cycle `number` ended; True when it was running (news it covered may start the next)."""
+        return self.running.pop(number, None) is not None
+
+    def _covered(self):
+        # type: () -> Set[str]
+        """Hosts a running cycle looks at (all of them when one covers the whole target)."""
+        if any(not run.hosts for run in self.running.values()):
+            return set(self.hosts) | set(self.settings.expected_hosts) | self.pending
+        return set(h for run in self.running.values() for h in run.hosts)
+
+    def _rerun_due(self, work, now):
+        # type: (Set[str], float) -> bool
+        since = self.last_run_at if self.last_run_at is not None else self.started_at
+        return bool(work) and now - since >= self.settings.rerun_seconds
 
     def _give_back(self, run):
         """A cycle never reported done may have died before it saw its news: the next one takes it again."""
         self.pending |= set(run.changed)
         self.stale_noted -= set(run.stale)
-        self.running = None
+        del self.running[run.number]
+
+
+def _away(push):
+    # type: (Dict[str, Any]) -> str
+    if push.get("imds_ok") is False:
+        return "its relay cannot read IMDS"
+    if push.get("in_started_event") is True:
+        return "a started event lists it"
+    return ""
 
 
 def _document_of(push):

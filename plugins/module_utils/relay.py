@@ -88,6 +88,15 @@ def is_quiet(document, state_has_work, vm_name):
     return not any(lists(event, vm_name) for event in (events if isinstance(events, list) else [events]))
 
 
+def in_started_event(document, vm_name):
+    # type: (Optional[Dict[str, Any]], str) -> bool
+    """Whether a Started event lists this VM: it is rebooting, redeploying, frozen or going away, and a cycle
+    contacting it would only wait for a timeout."""
+    events = (document or {}).get("Events")
+    return any(isinstance(event, dict) and event.get("EventStatus") == "Started" and lists(event, vm_name)
+               for event in (events if isinstance(events, list) else []))
+
+
 @dataclass
 class RelaySettings:
     host: str                      # the VM's inventory hostname, as the controller knows it
@@ -118,10 +127,12 @@ class Tracker:
         # type: (float, Optional[Dict[str, Any]], bool) -> Step
         """A successful poll at `at`: `document` as served (None for an empty 200)."""
         self.last_success_at = at
-        self.last_error = ""
+        was_failing, self.last_error = bool(self.last_error), ""
         key = document_key(document)
         if key == self.key:
             self.seen_at = at
+            if was_failing:  # IMDS answers again: the controller may contact this VM again
+                return Step(push=self._push(HEARTBEAT, at, state_has_work, None))
             return Step(push=self._heartbeat_if_due(at, state_has_work))
         previous_seen_at = self.seen_at
         self.key, self.document, self.seen_at = key, document, at
@@ -130,9 +141,14 @@ class Tracker:
 
     def failed(self, at, error, state_has_work):
         # type: (float, str, bool) -> Step
-        """A poll that got no answer: no record (nothing was seen), heartbeats go on and say so."""
+        """A poll that got no answer: no record (nothing was seen); the first failure is pushed at once (a VM
+        rebooting, evicted or frozen: the controller leaves it alone instead of waiting for a timeout), then
+        heartbeats go on and say so."""
         self.imds_errors += 1
+        first = not self.last_error
         self.last_error = error
+        if first:
+            return Step(push=self._push(HEARTBEAT, at, state_has_work, None))
         return Step(push=self._heartbeat_if_due(at, state_has_work))
 
     def _record(self, at, document, previous_seen_at):
@@ -163,6 +179,7 @@ class Tracker:
                 "sent_at": utc_iso(at), "quiet": self._quiet(state_has_work), "document_available": document is not None,
                 "document_incarnation": (document or {}).get("DocumentIncarnation"),
                 "imds_ok": not self.last_error, "imds_errors": self.imds_errors,
+                "in_started_event": in_started_event(document, self.vm.get("name", "")),
                 "last_success_at": utc_iso(self.last_success_at) if self.last_success_at is not None else None}
         if record is not None:
             push["record"] = record

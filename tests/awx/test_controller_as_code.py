@@ -69,6 +69,18 @@ def test_job_templates_run_the_skeleton_projects_playbooks_one_at_a_time() -> No
     assert (SKELETON / source["source_path"]).is_file()
 
 
+def test_the_eda_controller_rulebook_launches_the_cycle_template_with_what_it_asks_for_on_launch() -> None:
+    (ruleset,) = yaml.safe_load((REPO / "extensions" / "eda" / "rulebooks" / "scheduled_events_controller.yml").read_text())
+    launch = ruleset["rules"][0]["action"]["run_job_template"]
+    template = TEMPLATES[launch["name"]]
+    task = next(t for t in CONTROLLER["tasks"] if "awx.awx.job_template" in t)["awx.awx.job_template"]
+    asks = {name: render(task[f"ask_{name}_on_launch"], item=template) for name in ("limit", "variables")}
+    assert asks == {"limit": True, "variables": True}, "AWX drops a launch's limit and extra_vars unless asked for"
+    assert set(launch["job_args"]) == {"limit", "extra_vars"}
+    others = [render(task["ask_limit_on_launch"], item=t) for n, t in TEMPLATES.items() if n != launch["name"]]
+    assert others and not any(others), "the other templates keep their surveys as the only input"
+
+
 def test_the_skeleton_installs_what_the_execution_environment_has() -> None:
     assert (SKELETON / "collections" / "requirements.yml").read_bytes() == \
         (REPO / "collections" / "requirements.yml").read_bytes()

@@ -13,7 +13,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import List, Any, Dict, Optional, Tuple
 
 import pytest
 
@@ -144,28 +144,34 @@ def test_bad_pushes_get_a_4xx_and_never_become_events(tmp_path: Path, case: str,
     assert any(fragment in r.getMessage() for r in caplog.records), "a log line names the cause"
 
 
-def test_news_during_a_cycle_waits_for_its_done_report_and_comes_as_one_event(tmp_path: Path) -> None:
-    async def scenario() -> Tuple[Dict[str, Any], Dict[str, Any], bool]:
+def test_news_a_running_cycle_covers_waits_for_its_done_report_and_news_elsewhere_does_not(tmp_path: Path) -> None:
+    async def scenario() -> Tuple[List[Dict[str, Any]], List[bool]]:
         source = Source(tmp_path)
         task = await started(source)
         for host in ("vm1", "vm2"):
             await source.send(push(host, 1, quiet=True))
         await source.send(push("vm0", 1, quiet=False, events=[REBOOT]))
-        first = (await source.event())["scheduled_events"]
-        for seq in range(2, 12):  # a flood while the first cycle runs
-            await source.send(push("vm1", seq, quiet=False, events=[dict(REBOOT, EventId=f"E{seq}")]))
+        events, held = [(await source.event())["scheduled_events"]], []
+        for seq in range(2, 12):  # a flood on vm0 while the first cycle works on it
+            await source.send(push("vm0", seq, quiet=False, events=[dict(REBOOT, EventId=f"E{seq}")]))
         await asyncio.sleep(0.3)
-        held = source.queue.empty()
-        await asyncio.to_thread(post, first["done_url"], b"", None)
-        second = (await source.event())["scheduled_events"]
+        held.append(source.queue.empty())
+        await source.send(push("vm1", 2, quiet=False, events=[dict(REBOOT, EventId="B")]))
+        events.append((await source.event())["scheduled_events"])
+        await asyncio.to_thread(post, events[0]["done_url"], b"", None)
         await asyncio.sleep(0.3)
-        assert source.queue.empty()
+        held.append(source.queue.empty())
+        await asyncio.to_thread(post, events[1]["done_url"], b"", None)
+        events.append((await source.event())["scheduled_events"])
+        await asyncio.sleep(0.3)
+        held.append(source.queue.empty())
         task.cancel()
-        return first, second, held
+        return events, held
 
-    first, second, held = asyncio.run(scenario())
-    assert held, "no second event while the first cycle runs"
+    (first, second, third), held = asyncio.run(scenario())
+    assert held == [True, True, True], "vm0's news waits for every cycle that began before it, then comes once"
     assert first["hosts"] == ["vm0"] and second["changed"] == ["vm1"] and second["hosts"] == ["vm0", "vm1"]
+    assert third["changed"] == ["vm0"]
 
 
 def test_a_host_that_falls_silent_is_put_into_a_cycle_once(tmp_path: Path) -> None:
@@ -204,3 +210,29 @@ def test_a_missing_token_file_is_one_sentence(tmp_path: Path) -> None:
     source = Source(tmp_path)
     with pytest.raises(Exception, match="token_file is required"):
         asyncio.run(source.main(source.queue, {"port": source.port}))
+
+
+def test_a_restarted_source_rebuilds_its_view_from_the_next_pushes_and_a_silent_host_fails_closed(
+        tmp_path: Path) -> None:
+    async def scenario() -> Tuple[bool, Dict[str, Any], Dict[str, Any]]:
+        source = Source(tmp_path, stale_seconds=0.6, expected_hosts="vm0,vm1,vm2")
+        task = await started(source)
+        for host in ("vm0", "vm1", "vm2"):
+            await source.send(push(host, 1, quiet=True))
+        task.cancel()  # the rulebook restarts: the view is gone
+        await asyncio.gather(task, return_exceptions=True)
+        task = await started(source)
+        for host in ("vm0", "vm1"):  # the relays go on with their next seq; vm2's relay stays silent
+            await source.send(push(host, 2, quiet=True, kind="heartbeat"))
+        await asyncio.sleep(0.3)
+        quiet_meanwhile = source.queue.empty()
+        stale = (await source.event(timeout=3.0))["scheduled_events"]
+        await source.send(push("vm1", 3, quiet=False, events=[dict(REBOOT, Resources=["vm1"])]))
+        news = (await source.event())["scheduled_events"]
+        task.cancel()
+        return quiet_meanwhile, stale, news
+
+    quiet_meanwhile, stale, news = asyncio.run(scenario())
+    assert quiet_meanwhile, "quiet hosts heard again start nothing"
+    assert stale["stale"] == ["vm2"] and stale["hosts"] == ["vm2"], "never heard since the restart: busy"
+    assert news["changed"] == ["vm1"] and "vm2" in news["hosts"], "it stays in every cycle until it is heard"

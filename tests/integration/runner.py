@@ -103,6 +103,8 @@ class CycleBench:
         extra_vars: Dict[str, Any] = {"prepare_tasks": str(FILES / "prepare_log.yml") if prepare else "",
                                       "recover_tasks": str(FILES / "recover_log.yml") if recover else "",
                                       "controller_lock": str(self.controller_lock),
+                                      # fleets of other tests reuse these VM names: remember per bench
+                                      "maintenance_cycle_vm_memory": str(self.work / "vms.json"),
                                       # the simulated clock runs faster: so does "NotBefore is near"
                                       "maintenance_cycle_prepare_anyway_seconds": 480 / self.fleet.engine.time_scale}
         extra_vars.update(extra or {})

@@ -310,6 +310,27 @@ def test_fault_domain_limit_defers_the_second_domain(tmp_path: Path, limit: int,
         fleet.close()
 
 
+def test_a_host_left_alone_is_not_contacted_and_holds_its_remembered_fault_domain(tmp_path: Path) -> None:
+    fleet = LiveFleet(None, time_scale=10.0, fleet=FleetSpec(vms=6, fault_domains=3))
+    try:
+        bench = CycleBench(fleet, tmp_path)
+        assert bench.run().returncode == 0  # quiet: every VM read once, and remembered on the control node
+        away, neighbour = fleet.vms[0], fleet.vms[3]  # both in fault domain 0
+        fleet.fault(away, {"kind": "drop", "count": -1, "path": "any", "method": "any"})  # any request breaks
+        fleet.inject({"key": "fd0", "type": "Reboot", "notice_s": 900, "resources": {"names": [neighbour]}})
+        forgetful = bench.run(extra={"maintenance_cycle_leave_alone": [away], "maintenance_cycle_vm_memory": ""})
+        assert forgetful.returncode == 0 and "broke" not in forgetful.stdout, "not contacted at all"
+        assert f"{away} was left alone" in forgetful.stdout and "every new fault domain" in forgetful.stdout
+        assert bench.actions("prepare") == [], "unknown, it holds every fault domain of its set, its own too"
+        run = bench.run(extra={"maintenance_cycle_leave_alone": [away]})
+        assert run.returncode == 0 and "broke" not in run.stdout, run.stdout[-3000:]
+        assert "its last known fault domain (availability set" in run.stdout
+        assert [a["host"] for a in bench.actions("prepare")] == [neighbour], "its own fault domain may go on"
+        assert len(fleet.approvals()) == 1
+    finally:
+        fleet.close()
+
+
 # ----------------------------------------------------------------- approve.yml and collect.yml
 
 def test_approve_playbook_sends_each_id_once_from_a_listed_host(bench: CycleBench) -> None:

@@ -195,6 +195,40 @@ def test_a_relay_killed_and_restarted_loses_no_change(tmp_path: Path, fleet: Liv
     assert any(c["record"]["events"] and c["record"]["events"][0]["EventId"] == event_id for c in receiver.changes())
 
 
+def test_imds_throttling_then_down_is_pushed_at_once_recorded_as_nothing_and_the_bounds_stay_honest(
+        tmp_path: Path, fleet: LiveFleet) -> None:
+    receiver = Receiver()
+    vm = fleet.vms[0]
+    relay = RelayBench(tmp_path, fleet, vm, receiver.port, heartbeat_seconds=30.0)
+    relay.start()
+    try:
+        wait_for(lambda: receiver.changes(), 30, "the first document")
+        fleet.fault(vm, {"kind": "status", "status": 429, "count": -1})  # throttled, then gone
+        failing = wait_for(lambda: [p for p in receiver.pushes if p.get("imds_ok") is False], 5,
+                           "the failure pushed at once (heartbeats come every 30 s)")[0]
+        before = time.time()
+        (event_id,) = fleet.inject(dict(REBOOT, resources={"names": [vm]}))  # appears while IMDS fails
+        fleet.sim.faults.clear(vm)
+        fleet.fault(vm, {"kind": "drop", "count": -1})  # then no answer at all (a VM rebooting)
+        time.sleep(1.5)
+        during = len(relay.records())
+        fleet.sim.faults.clear(vm)
+        back = wait_for(lambda: [p for p in receiver.pushes if p["seq"] > failing["seq"] and p.get("imds_ok")], 10,
+                        "IMDS answering again, pushed at once")[0]
+        change = wait_for(lambda: [c for c in receiver.changes() if c["record"]["events"]], 10, "the change")[0]
+        alive = relay.process.poll() is None
+    finally:
+        relay.stop()
+        receiver.close()
+    assert failing["quiet"] is False, "a VM whose IMDS fails is never quiet"
+    assert during == 1, "nothing seen, nothing recorded while IMDS failed"
+    assert alive and back["kind"] in ("heartbeat", "change")
+    record = change["record"]
+    assert record["events"][0]["EventId"] == event_id
+    # The outage widens the bounds honestly: the last poll that saw the old document came before the outage.
+    assert epoch(record["previous_observed_at"]) < before and epoch(record["observed_at"]) > before
+
+
 def test_a_wrong_token_is_refused_and_nothing_is_lost(tmp_path: Path, fleet: LiveFleet) -> None:
     receiver = Receiver()
     vm = fleet.vms[0]

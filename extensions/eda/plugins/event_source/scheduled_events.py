@@ -48,7 +48,8 @@ description:
     unauthenticated push gets a 4xx answer and a log line, and never becomes an event.
   - Keeps the fleet view (each host's last document, whether it is quiet, when it was last heard) and puts
     one event on the queue when a cycle is needed, naming every host with work (not quiet, or stale: not
-    heard from for stale_seconds). News that arrives while a cycle runs is coalesced into the next event.
+    heard from for stale_seconds). News on hosts a running cycle covers is coalesced into the next event;
+    news elsewhere starts another cycle at once (max_parallel_runs).
   - A push only starts a cycle; the cycle reads every VM itself, so a forged, replayed or stale push can
     never cause an approval.
 options:
@@ -84,6 +85,15 @@ options:
       preparing before NotBefore, retrying a failed prepare or recover).
     type: float
     default: 60
+  max_parallel_runs:
+    description:
+      - News on hosts that no running cycle looks at starts another cycle at once, up to this many at a
+        time (run the rulebook with C(execution_strategy: parallel), as the shipped ones do). Each cycle
+        covers every host with work; a host another cycle holds counts as in maintenance (its VM lock), so
+        fault domains stay serialised. News on hosts a running cycle covers waits for it and is coalesced.
+      - 1 runs one cycle at a time.
+    type: int
+    default: 3
   expected_hosts:
     description:
       - The inventory hostnames of the VMs whose relays push here (a list, or a comma-separated string).
@@ -161,9 +171,10 @@ class Receiver:
 def event_of(run: Run, done_url: str) -> Dict[str, Any]:
     """The queue event: the hosts with work and why they run. meta.hosts limits the rulebook's playbook run
     (all of the target when the view cannot tell who is missing); localhost is in it because the cycle's
-    control-node lock and the done report are plays on the controller."""
+    control-node lock and the done report are plays on the controller. leave_alone: the hosts the cycle keeps
+    in its play without contacting them (maintenance_cycle_leave_alone)."""
     return {"scheduled_events": {"run": run.number, "hosts": run.hosts, "changed": run.changed, "stale": run.stale,
-                                 "done_url": "%s/%d" % (done_url, run.number)},
+                                 "leave_alone": run.leave_alone, "done_url": "%s/%d" % (done_url, run.number)},
             "meta": {"hosts": (run.hosts or ["all"]) + ["localhost"]}}
 
 
@@ -180,17 +191,19 @@ def settings_of(args: Dict[str, Any]) -> Dict[str, Any]:
                "stale_seconds": float(args.get("stale_seconds", 90)),
                "max_run_seconds": float(args.get("max_run_seconds", 900)),
                "rerun_seconds": float(args.get("rerun_seconds", 60)),
-               "tick_seconds": float(args.get("tick_seconds", 0.25)), "expected_hosts": [str(h) for h in expected]}
-    if min(checked["stale_seconds"], checked["max_run_seconds"], checked["rerun_seconds"],
-           checked["tick_seconds"]) <= 0:
-        raise ConfigError("stale_seconds, max_run_seconds, rerun_seconds and tick_seconds must be positive.")
+               "tick_seconds": float(args.get("tick_seconds", 0.25)), "expected_hosts": [str(h) for h in expected],
+               "max_parallel_runs": int(args.get("max_parallel_runs", 3))}
+    if min(checked["stale_seconds"], checked["max_run_seconds"], checked["rerun_seconds"], checked["tick_seconds"],
+           checked["max_parallel_runs"]) <= 0:
+        raise ConfigError("stale_seconds, max_run_seconds, rerun_seconds, tick_seconds and max_parallel_runs must be "
+                          "positive.")
     return checked
 
 
 async def main(queue: asyncio.Queue, args: Dict[str, Any]) -> None:
     settings = settings_of(args)
     view = FleetView(ViewSettings(settings["stale_seconds"], settings["max_run_seconds"], settings["rerun_seconds"],
-                                  settings["expected_hosts"]))
+                                  settings["expected_hosts"], settings["max_parallel_runs"]))
     receiver = Receiver(view, read_token(args["token_file"]))
     app = web.Application(client_max_size=MAX_PUSH_BYTES)
     app.router.add_post("/push", receiver.push)

@@ -240,6 +240,17 @@ def test_regression_an_event_listing_a_host_that_was_not_read_is_not_approved() 
     assert p["approvals"] == {} and p["hosts"]["vm1"]["waiting"][0]["reason"] == "vm0 could not be read"
 
 
+def test_a_host_left_alone_counts_as_unread_whatever_result_it_carries() -> None:
+    user = event("U1", ["vm0", "vm1"], source="User")
+    alone = plan({"vm1": result("vm1", 1, [user])}, vm0={"result": None, "left_alone": True})
+    assert alone["hosts"]["vm0"]["status"] == "unread" and "was left alone" in alone["notes"][0]
+    assert alone["approvals"] == {} and alone["hosts"]["vm1"]["waiting"][0]["reason"] == "vm0 was left alone"
+    carried = plan({"vm1": result("vm1", 1, [event("E2", ["vm1"])])},
+                   vm0={"result": result("vm0", 0, []), "availability_set": "as1", "left_alone": True})
+    assert carried["hosts"]["vm0"]["status"] == "unread"
+    assert carried["hosts"]["vm1"]["prepare"] == [], "its fault domain is busy: another one does not start"
+
+
 @pytest.mark.parametrize("first, second", [
     ({"zone": "1"}, {"zone": "2"}),  # zonal VMs: all report fault domain 0
     ({"vm_scale_set_name": "web"}, {"vm_scale_set_name": "api"}),  # two scale sets reuse the numbers

@@ -59,26 +59,76 @@ def test_the_same_document_again_is_no_news_after_a_relay_restart() -> None:
     assert fleet.next_run(T0 + 5) is None
 
 
-def test_news_during_a_run_is_coalesced_into_the_next_one() -> None:
+def change(host: str, seq: int, quiet: bool = False) -> Dict[str, Any]:
+    return push(host, seq, "change", quiet=quiet, incarnation=seq, events=[] if quiet else [REBOOT], relay_id=host)
+
+
+def test_news_on_hosts_a_running_cycle_covers_is_coalesced_into_one_run_after_it() -> None:
     fleet = view()
-    fleet.accept(push("vm0", 2, "change", quiet=False, incarnation=2, events=[REBOOT], relay_id="vm0"), T0 + 1)
+    fleet.accept(change("vm0", 2), T0 + 1)
     first = fleet.next_run(T0 + 1)
-    for seq in range(3, 10):  # a flood of changes while the first run works
-        fleet.accept(push("vm1", seq, "change", quiet=False, incarnation=seq, events=[REBOOT], relay_id="vm1"), T0 + 2)
-    assert fleet.next_run(T0 + 3) is None, "one run at a time"
+    for seq in range(3, 10):  # a flood of changes on the host the first run works on (its own approval, ...)
+        fleet.accept(change("vm0", seq), T0 + 2)
+    assert fleet.next_run(T0 + 3) is None, "the running cycle covers vm0: its news waits for it"
     assert fleet.done(first.number) is True
     second = fleet.next_run(T0 + 4)
-    assert second is not None and second.changed == ["vm1"] and second.hosts == ["vm0", "vm1"]
+    assert second is not None and second.changed == ["vm0"] and second.hosts == ["vm0"]
     assert fleet.next_run(T0 + 5) is None
+
+
+def test_news_on_a_host_no_running_cycle_covers_starts_a_cycle_at_once_that_covers_all_work() -> None:
+    fleet = view()
+    fleet.accept(change("vm0", 2), T0 + 1)
+    first = fleet.next_run(T0 + 1)
+    fleet.accept(change("vm1", 2), T0 + 2)
+    second = fleet.next_run(T0 + 2)
+    assert second is not None and second.changed == ["vm1"]
+    assert second.hosts == ["vm0", "vm1"], "the first cycle's hosts too: held by it, they block their domains"
+    fleet.accept(change("vm0", 3), T0 + 3)
+    assert fleet.done(first.number) is True
+    assert fleet.next_run(T0 + 4) is None, "vm0's news came after the second cycle began: it waits for it"
+    fleet.done(second.number)
+    assert fleet.next_run(T0 + 5).changed == ["vm0"]
+
+
+def test_at_most_max_parallel_runs_and_a_run_over_the_whole_target_covers_everything() -> None:
+    fleet = view(max_parallel_runs=2)
+    runs = []
+    for n, host in enumerate(HOSTS):
+        fleet.accept(change(host, 2), T0 + n)
+        runs.append(fleet.next_run(T0 + n))
+    assert runs[0] and runs[1] and runs[2] is None and len(fleet.running) == 2
+    fleet.done(runs[0].number)
+    assert fleet.next_run(T0 + 5).changed == ["vm2"]
+    whole = FleetView(ViewSettings())
+    whole.accept(change("vm0", 2), T0)
+    assert whole.next_run(T0).hosts == []
+    whole.accept(change("vm1", 2), T0 + 1)
+    assert whole.next_run(T0 + 1) is None, "a cycle over the whole target already looks at vm1"
+
+
+def test_a_flood_of_pushes_starts_a_bounded_number_of_runs() -> None:
+    fleet = view(max_parallel_runs=3)
+    started = []
+    for second in range(600):  # ten minutes of a change a second on every host, cycles of 20 s
+        for host in HOSTS:
+            fleet.accept(change(host, second + 2), T0 + second)
+        started += [r for r in [fleet.next_run(T0 + second)] if r]
+        for run in [r for r in list(fleet.running.values()) if second - (r.started_at - T0) >= 20]:
+            fleet.done(run.number)
+    assert len(fleet.running) <= 3 and len(fleet.pending) <= len(HOSTS)
+    assert len(started) <= 600 // 20 + 1, "news a running cycle covers is coalesced, not one run per push"
 
 
 def test_a_run_never_reported_done_stops_holding_back_the_next() -> None:
     fleet = view(max_run_seconds=60)
-    fleet.accept(push("vm0", 2, "change", quiet=False, incarnation=2, events=[REBOOT], relay_id="vm0"), T0)
+    fleet.accept(change("vm0", 2), T0)
     fleet.next_run(T0)
-    fleet.accept(push("vm1", 2, "change", quiet=False, incarnation=3, events=[REBOOT], relay_id="vm1"), T0 + 1)
+    fleet.accept(change("vm0", 3), T0 + 1)
     assert fleet.next_run(T0 + 30) is None
-    assert fleet.next_run(T0 + 61).changed == ["vm0", "vm1"], "the silent run's news comes back with the new"
+    late = fleet.next_run(T0 + 61)
+    assert late is not None and late.changed == ["vm0"], "the silent run's news comes back with the new"
+    assert list(fleet.running) == [late.number]
 
 
 def test_a_silent_host_is_stale_and_counts_as_busy_once() -> None:
@@ -137,3 +187,23 @@ def test_while_a_host_has_work_a_cycle_runs_every_rerun_seconds_without_news() -
     fleet.done(again.number)
     fleet.accept(push("vm0", 3, "change", quiet=True, incarnation=3, relay_id="vm0"), T0 + 61)
     assert fleet.next_run(T0 + 200) is None, "no work, no cycle"
+
+
+def test_a_host_whose_relay_says_it_is_inside_a_started_event_or_without_imds_is_left_alone() -> None:
+    fleet = view(stale_seconds=90)
+    started = dict(REBOOT, EventStatus="Started")
+    fleet.accept(dict(change("vm0", 2), in_started_event=True, record={"events": [started]}), T0 + 1)
+    fleet.accept(dict(push("vm1", 2, quiet=False, relay_id="vm1"), imds_ok=False), T0 + 1)
+    fleet.accept(change("vm2", 2), T0 + 1)
+    run = fleet.next_run(T0 + 1)
+    assert run.hosts == HOSTS and run.leave_alone == ["vm0", "vm1"], "in the play (busy), never contacted"
+    fleet.done(run.number)
+    fleet.accept(dict(push("vm1", 3, quiet=False, relay_id="vm1"), imds_ok=True), T0 + 2)
+    back = fleet.next_run(T0 + 2)
+    assert back is not None and back.changed == ["vm1"], "IMDS back on a host with work is news"
+    assert back.leave_alone == ["vm0"]
+    fleet.done(back.number)
+    for second in (30, 60, 91):  # vm0's relay falls silent (rebooted): a stale host is contacted again
+        for host in ("vm1", "vm2"):
+            fleet.accept(push(host, second, quiet=False, relay_id=host), T0 + second)
+    assert fleet.leave_alone(HOSTS, T0 + 95) == []

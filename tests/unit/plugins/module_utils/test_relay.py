@@ -79,16 +79,27 @@ def test_quiet_means_no_event_lists_this_vm_and_no_saved_work(
     assert is_quiet(document, work, name) is quiet
 
 
-def test_failed_polls_record_nothing_and_heartbeats_say_imds_is_down() -> None:
+def test_failed_polls_record_nothing_the_first_is_pushed_at_once_and_heartbeats_say_imds_is_down() -> None:
     relay = tracker(heartbeat=5)
     relay.polled(T0, doc(1), False)
-    steps = [relay.failed(T0 + s, "cannot reach IMDS", False) for s in range(1, 6)]
+    steps = [relay.failed(T0 + s, "cannot reach IMDS", False) for s in range(1, 7)]
     assert all(s.record is None for s in steps)
-    (beat,) = [s.push for s in steps if s.push]
-    assert beat["imds_ok"] is False and beat["imds_errors"] == 5 and beat["last_success_at"] == utc_iso(T0)
+    first, beat = [s.push for s in steps if s.push]
+    assert first["imds_ok"] is False and first["sent_at"] == utc_iso(T0 + 1), "the controller learns it at once"
+    assert beat["imds_ok"] is False and beat["imds_errors"] == 6 and beat["last_success_at"] == utc_iso(T0)
     assert beat["quiet"] is False, "regression: a VM whose IMDS is down was reported quiet"
-    back = relay.polled(T0 + 6, doc(1), False)
+    back = relay.polled(T0 + 7, doc(1), False)
     assert back.record is None, "the same document after an outage is no change"
+    assert back.push is not None and back.push["imds_ok"] is True, "IMDS answering again is pushed at once too"
+    assert relay.polled(T0 + 8, doc(1), False).push is None
+
+
+def test_a_push_says_whether_a_started_event_lists_this_vm() -> None:
+    relay = tracker()
+    other = dict(REBOOT, EventStatus="Started", Resources=["vm1"])
+    assert relay.polled(T0, doc(1, REBOOT, other), False).push["in_started_event"] is False
+    mine = relay.polled(T0 + 1, doc(2, dict(REBOOT, EventStatus="Started"), other), False).push
+    assert mine["in_started_event"] is True and mine["quiet"] is False
 
 
 def test_an_empty_answer_is_a_change_to_blind() -> None:

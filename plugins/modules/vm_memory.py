@@ -1,0 +1,77 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to azure_imds.scheduled_events
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+# This is a virtual module: it is implemented entirely by its action plugin, on the control node.
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: vm_memory
+short_description: Remember each VM's fault domain on the control node, for runs that cannot read it
+version_added: 0.1.0
+description:
+  - Keeps, in a JSON file on the control node, the identity (name, fault domain, scale set, zone) that the
+    cycle's own reads reported for each host, and returns what it remembers after adding this run's reads.
+  - The maintenance cycle gives a host it cannot read (rebooting, evicted, or left alone with
+    C(maintenance_cycle_leave_alone)) its remembered fault domain, so that it holds that fault domain only;
+    a host not remembered holds every new fault domain of its set (fail closed).
+  - Only the modules' reads are remembered, never an event relay's push. Entries older than O(max_age_hours)
+    are forgotten. A file it cannot read is started afresh, with a warning.
+  - In AWX each job runs in a fresh container, so the memory lasts one job there.
+author:
+  - azure_imds.scheduled_events maintainers (@azure-imds)
+attributes:
+  action:
+    support: full
+    description: Implemented entirely by its action plugin, on the control node.
+  check_mode:
+    support: full
+    description: Reads the file and returns what it remembers; writes nothing.
+  diff_mode:
+    support: none
+    description: Nothing to show.
+  platform:
+    support: full
+    platforms: posix
+    description: Runs on the control node only; the target hosts are not contacted.
+options:
+  path:
+    description: The memory file on the control node (C(~) is expanded); an empty string remembers nothing.
+    type: str
+    required: true
+  seen:
+    description: "C({host: this_vm}) of the hosts read in this run (the C(this_vm) result of
+      M(azure_imds.scheduled_events.scheduled_events_info))."
+    type: dict
+    default: {}
+  max_age_hours:
+    description: How long a VM's identity is remembered after the last read that saw it.
+    type: float
+    default: 24
+notes:
+  - Use it with C(run_once=true). It never reports a change.
+"""
+
+EXAMPLES = r"""
+- name: Remember what this run read; get what is known of the others
+  azure_imds.scheduled_events.vm_memory:
+    path: ~/.ansible/azure_imds_scheduled_events/vms-azure_vms.json
+    seen: "{{ ansible_play_hosts_all | azure_imds.scheduled_events.read_vms(hostvars) }}"
+  run_once: true
+  register: known
+"""
+
+RETURN = r"""
+path:
+  description: The memory file, with C(~) expanded ("" when off).
+  returned: always
+  type: str
+vms:
+  description: "C({host: identity}) of every host remembered, this run's reads included."
+  returned: always
+  type: dict
+"""

@@ -1,0 +1,40 @@
+"""The control node's memory of each VM's fault domain (plugin_utils/vm_memory.py)."""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.vm_memory import update
+
+NOW = datetime(2026, 11, 24, 20, 0, tzinfo=timezone.utc)
+VM0 = {"name": "vm0", "fault_domain": 0, "update_domain": 0, "vm_scale_set_name": "", "zone": "",
+       "resource_id": "/subscriptions/x/vm0", "os_type": "Linux"}
+
+
+def test_a_read_is_remembered_and_returned_with_what_was_known() -> None:
+    text, known, note = update(None, {"web0": VM0}, NOW, 24)
+    assert note == "" and known["web0"]["fault_domain"] == 0 and "os_type" not in known["web0"]
+    later, known, note = update(text, {"web1": dict(VM0, name="vm1", fault_domain=1)}, NOW + timedelta(hours=1), 24)
+    assert sorted(known) == ["web0", "web1"] and note == ""
+    assert json.loads(later)["vms"]["web0"]["seen_at"] == NOW.isoformat(), "kept as first seen"
+
+
+def test_a_newer_read_replaces_the_old_and_old_entries_are_forgotten() -> None:
+    text = update(None, {"web0": VM0}, NOW, 24)[0]
+    moved = update(text, {"web0": dict(VM0, fault_domain=2)}, NOW + timedelta(hours=1), 24)[1]
+    assert moved["web0"]["fault_domain"] == 2
+    known = update(text, {}, NOW + timedelta(hours=25), 24)[1]
+    assert known == {}, "a VM not read for a day may have been redeployed elsewhere"
+
+
+def test_reads_that_do_not_tell_the_fault_domain_are_not_remembered() -> None:
+    known = update(None, {"a": None, "b": {"name": "vm1"}, "c": dict(VM0, name="")}, NOW, 24)[1]
+    assert known == {}
+
+
+def test_a_damaged_file_starts_afresh_with_a_note_and_unknown_vms_stay_unknown() -> None:
+    for text in ("{", "[]", json.dumps({"version": 9, "vms": {}}), json.dumps({"version": 1, "vms": []})):
+        written, known, note = update(text, {}, NOW, 24)
+        assert known == {} and "starts afresh" in note and json.loads(written)["vms"] == {}
+    entries = {"web0": {"vm": {"name": "vm0"}, "seen_at": NOW.isoformat()}, "web1": {"vm": VM0, "seen_at": "yesterday"}}
+    assert update(json.dumps({"version": 1, "vms": entries}), {}, NOW, 24)[1] == {}
