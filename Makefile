@@ -7,10 +7,15 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-test.txt requirements-analysis.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
-.PHONY: demo test ansible-test-legs check invariants invariant-mutants sanity units newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-analysis bench-reaction venv clean
+.PHONY: demo demo-event-driven soak-relay test ansible-test-legs check invariants invariant-mutants sanity units newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-analysis bench-reaction venv clean
 
 demo: $(STAMP)
 	$(PY) tools/demo.py
+
+# The event-driven path: relays on 6 simulated VMs, the real ansible-rulebook (Java 17+), a Reboot and a
+# Preempt, printed as a timeline (about two minutes).
+demo-event-driven: $(STAMP)
+	$(PY) tools/demo_event_driven.py
 
 # Two jobs side by side: pytest on parallel workers (most of its tests wait on simulated clocks), and the
 # ansible-test legs one after the other (sanity, units, then the newest-ansible-core leg). Each job's output
@@ -63,6 +68,12 @@ fault-table: $(STAMP)
 # SOAK_ARGS="--minutes 5 --vms 12 --forks 12" for a short run.
 soak: $(STAMP)
 	$(PY) tools/soak.py $(SOAK_ARGS)
+
+# The event-driven path for 30 minutes on 200 simulated VMs (relays + ansible-rulebook, fleet-mix): missed
+# events, recover coverage, reaction, memory of relays and rulebook; figures to docs/soak.md.
+# SOAK_RELAY_ARGS="--minutes 5 --vms 20" for a short run.
+soak-relay: $(STAMP)
+	$(PY) tools/soak_relay.py $(SOAK_RELAY_ARGS)
 
 # JupyterLab on the analysis notebooks; they read the last `make demo` history if there is one,
 # else the shipped (simulated) sample. SCHEDULED_EVENTS_HISTORY=path/or/glob picks another.

@@ -78,7 +78,7 @@ def main() -> int:
                ANSIBLE_LOCAL_TEMP=str(work / "tmp"))
     env.pop("ANSIBLE_CALLBACKS_ENABLED", None)
     cycle = [str(bin_dir / "ansible-playbook"), "azure_imds.scheduled_events.cycle", "-i", str(inventory),
-             "-f", str(args.forks)]
+             "-f", str(args.forks), "-e", "maintenance_cycle_vm_memory=" + str(work / "vms.json")]
     uri = [str(bin_dir / "ansible-playbook"), str(work / "uri.yml"), "-i", str(inventory), "-f", str(args.forks)]
     try:
         run(cycle, env, work)  # first cycle writes every VM's state; later ones are quiet

@@ -25,8 +25,6 @@ Every wait is bounded; --max-minutes bounds the whole run; processes are killed 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import shutil
 import signal
 import statistics
@@ -38,26 +36,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
-import psutil
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from imds_simulator.fleet import FleetSpec  # noqa: E402
 from tests.integration.runner import CycleBench  # noqa: E402
-from tests.eda.rulebook_setup import RulebookSetup, listening  # noqa: E402
 from tests.live_fleet import LiveFleet  # noqa: E402
 from tests import timing  # noqa: E402
-from tools.soak import rss_mib  # noqa: E402
-from tools.stage_collection import stage  # noqa: E402
+from tools.relay_fleet import RelayFleet, environment, kill_tree, tree_cpu  # noqa: E402
 
 WORK = REPO / "build" / "bench-reaction"
 REPORT = REPO / "docs" / "benchmarks.md"
 SECTION = "## Event-driven reaction (`make bench-reaction`)"
-BIN = Path(sys.executable).parent
-PLAIN_PYTHON = getattr(sys, "_base_executable", sys.executable)  # the relays need no Ansible
-TOKEN = b"bench-reaction-token-0123456789"
-RELAY = "ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay_program"
 NOTICE = {"Preempt": 30, "Reboot": 900}
 EDA_GAP_S = 15.0      # after an event's first prepare (event-driven), before the next event
 WATCH_GAP_S = 10.0    # between two events of the watch's stream
@@ -89,113 +80,6 @@ def percentile(values: List[float], share: float) -> float:
 
 
 
-
-
-# --- processes -------------------------------------------------------------------------------------
-
-def kill_tree(proc: Optional[subprocess.Popen], grace: float = 15.0) -> None:
-    """SIGTERM the process (and its group), then SIGKILL everything of its tree still there."""
-    if proc is None or proc.poll() is not None:
-        return
-    try:
-        tree = [psutil.Process(proc.pid)] + psutil.Process(proc.pid).children(recursive=True)
-    except psutil.Error:
-        tree = []
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except OSError:
-        pass
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        pass
-    for extra in list(tree):
-        try:
-            tree += extra.children(recursive=True)
-        except psutil.Error:
-            pass
-    for member in tree:
-        try:
-            member.kill()
-        except psutil.Error:
-            pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
-
-
-def tree_cpu(pid: int) -> float:
-    """CPU seconds of a live process tree: each live member's own time plus what it reaped of its children.
-    A child's time moves into its parent's children_* when reaped, so nothing is counted twice."""
-    try:
-        root = psutil.Process(pid)
-        members = [root] + root.children(recursive=True)
-    except psutil.Error:
-        return float("nan")
-    total = 0.0
-    for member in members:
-        try:
-            t = member.cpu_times()
-            total += t.user + t.system + t.children_user + t.children_system
-        except psutil.Error:
-            pass
-    return total
-
-
-def cycling(pid: int) -> bool:
-    """Whether an ansible-playbook runs under the rulebook now."""
-    try:
-        return any("ansible-playbook" in " ".join(c.cmdline()) for c in psutil.Process(pid).children(recursive=True))
-    except psutil.Error:
-        return False
-
-
-def own_cpu(pid: int) -> Optional[float]:
-    try:
-        t = psutil.Process(pid).cpu_times()
-        return t.user + t.system
-    except psutil.Error:
-        return None
-
-
-
-
-@dataclass
-class Relay:
-    vm: str
-    config: Path
-    history: Path
-    log: Path
-    process: Optional[subprocess.Popen] = None
-
-    def start(self, collections: Path) -> None:
-        env = dict(os.environ, PYTHONPATH=str(collections))
-        with self.log.open("w") as log:
-            self.process = subprocess.Popen([PLAIN_PYTHON, "-m", RELAY, str(self.config)], env=env,
-                                            stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
-
-    def recorded(self) -> bool:
-        return self.history.exists() and self.history.stat().st_size > 0
-
-
-def make_relay(work: Path, fleet: LiveFleet, bench: CycleBench, vm: str, port: int) -> Relay:
-    base = work / "relays" / vm
-    base.mkdir(parents=True, exist_ok=True)
-    token = base / "token"
-    token.write_bytes(TOKEN)
-    token.chmod(0o600)
-    config = base / "relay.json"
-    config.write_text(json.dumps({
-        "host": vm, "controller_url": f"http://127.0.0.1:{port}/push", "token_file": str(token),
-        "state_dir": str(base / "state"), "imds_url": fleet.url(vm), "poll_interval": 1.0,
-        "heartbeat_seconds": 30.0, "history_path": str(base / "history.jsonl"),
-        "cycle_state_path": str(bench.state_path(vm))}))
-    return Relay(vm, config, base / "history.jsonl", base / "relay.log")
 
 
 # --- events ----------------------------------------------------------------------------------------
@@ -269,56 +153,16 @@ class Result:
     notes: List[str] = field(default_factory=list)
 
 
-def environment(work: Path) -> Path:
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
-    collections = work / "collections"
-    stage(collections)
-    cfg = work / "ansible.cfg"
-    cfg.write_text("[defaults]\n")
-    os.environ.update(ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_CONFIG=str(cfg), ANSIBLE_NOCOLOR="1")
-    for name in ("ANSIBLE_CALLBACKS_ENABLED", "ANSIBLE_CALLBACK_WHITELIST", "SCHEDULED_EVENTS_HISTORY_PATH",
-                 "ANSIBLE_STDOUT_CALLBACK"):
-        os.environ.pop(name, None)
-    return collections
-
-
 def run_eda(size: int, events: int, collections: Path) -> Result:
-    work = WORK / f"eda-{size}"
-    work.mkdir()
     fleet = LiveFleet(None, time_scale=1.0, fleet=FleetSpec(name=f"avset-eda-{size}", vms=size, fault_domains=3))
-    bench = CycleBench(fleet, work)
-    setup = RulebookSetup(work, TOKEN, fleet.vms)
-    port = setup.port
-    relays: List[Relay] = []
-    rulebook: Optional[subprocess.Popen] = None
+    run = RelayFleet(WORK / f"eda-{size}", fleet, collections, wait_for)
     try:
-        with (work / "rulebook.log").open("w") as log:
-            rulebook = setup.start(bench.inventory, log)
-        wait_for(lambda: listening(port) or rulebook.poll() is not None, 120, "the source to listen")
-        if rulebook.poll() is not None:
-            raise SystemExit("ansible-rulebook ended:\n" + (work / "rulebook.log").read_text()[-3000:])
-        for vm in fleet.vms:
-            relay = make_relay(work, fleet, bench, vm, port)
-            relay.start(collections)
-            relays.append(relay)
-        wait_for(lambda: all(r.recorded() for r in relays), 60 + size, "every relay's first document")
-        # Any cycle the relays' first pushes ask for must be over (and none for 5 s), so that the first
-        # event does not wait behind start-up work.
-        time.sleep(10)
-        quiet_since = [time.monotonic()]
-
-        def settled_down() -> bool:
-            if cycling(rulebook.pid):
-                quiet_since[0] = time.monotonic()
-            return time.monotonic() - quiet_since[0] >= 5
-
-        wait_for(settled_down, 180 + size, "the start-up cycles to end", interval=0.5)
-        print(f"  event-driven, {size} VMs: rulebook and {len(relays)} relays up; injecting {events} events",
+        run.start()
+        bench = run.bench
+        print(f"  event-driven, {size} VMs: rulebook and {len(run.relays)} relays up; injecting {events} events",
               flush=True)
-        relay_cpu0 = {r.vm: own_cpu(r.process.pid) for r in relays}
-        cpu0, wall0 = tree_cpu(rulebook.pid), time.monotonic()
+        relay_cpu0 = run.relay_cpu()
+        cpu0, wall0 = run.controller_cpu(), time.monotonic()
         max_rss = 0.0
         ids: List[str] = []
         for n, (kind, vm) in enumerate(zip(event_mix(events), victims(fleet, events))):
@@ -331,23 +175,18 @@ def run_eda(size: int, events: int, collections: Path) -> Result:
                 if time.monotonic() > DEADLINE[0]:
                     raise
                 print(f"  event {n} ({kind}) not prepared within {WAIT_PREPARE_S} s", flush=True)
-            max_rss = max([max_rss] + [rss_mib(r.process.pid) or 0.0 for r in relays])
+            max_rss = max(max_rss, run.relay_max_rss())
             time.sleep(EDA_GAP_S)
-            if rulebook.poll() is not None:
-                raise SystemExit("ansible-rulebook ended:\n" + (work / "rulebook.log").read_text()[-3000:])
-        cpu1, wall1 = tree_cpu(rulebook.pid), time.monotonic()
-        relay_cpu = [(own_cpu(r.process.pid) or 0.0) - (relay_cpu0[r.vm] or 0.0) for r in relays]
+            run.check_alive()
+        cpu1, wall1 = run.controller_cpu(), time.monotonic()
+        relay_cpu1 = run.relay_cpu()
+        relay_cpu = [(relay_cpu1[vm] or 0.0) - (relay_cpu0[vm] or 0.0) for vm in relay_cpu0]
         found = outcomes(fleet, bench, ids)
         return Result("event-driven", size, found, controller_cpu_s=(cpu1 - cpu0) / events,
                       relay_rss_mib=max_rss, relay_cpu_pct=100 * statistics.mean(relay_cpu) / (wall1 - wall0),
                       notes=[f"{wall1 - wall0:.0f} s of events"])
     finally:
-        for relay in relays:
-            if relay.process and relay.process.poll() is None:
-                relay.process.terminate()
-        for relay in relays:
-            kill_tree(relay.process, grace=5)
-        kill_tree(rulebook)
+        run.close()
         fleet.close()
 
 

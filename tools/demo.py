@@ -175,6 +175,7 @@ def main() -> int:
                    # short freezes would be approved early)
                    "prepare_tasks": str(REPO / "playbooks/examples/marker_file/prepare.yml"),
                    "recover_tasks": str(REPO / "playbooks/examples/marker_file/recover.yml"),
+                   "maintenance_cycle_vm_memory": str(WORK / "vms.json"),  # simulated VMs: not in ~/.ansible
                    "maintenance_cycle_prepare_anyway_seconds": 480 / TIME_SCALE})]  # the compressed clock
     print("Running: " + " ".join(command[1:4]) + " ... (watch until every host is quiet again)", flush=True)
     with open(WORK / "watch.log", "w") as log:

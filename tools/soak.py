@@ -120,6 +120,7 @@ def run_watch(options: Options, sim: Simulator, env: Dict[str, str]) -> tuple:
                    "watch_seconds": options.minutes * 60, "watch_poll_interval": 1, "watch_round_seconds": 10,
                    "prepare_tasks": str(REPO / "playbooks/examples/marker_file/prepare.yml"),
                    "recover_tasks": str(REPO / "playbooks/examples/marker_file/recover.yml"),
+                   "maintenance_cycle_vm_memory": str(WORK / "vms.json"),  # simulated VMs: not in ~/.ansible
                    "maintenance_cycle_prepare_anyway_seconds": 480 / options.time_scale})]
     with open(WORK / "watch.log", "w") as log:
         proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=WORK)

@@ -31,8 +31,7 @@ def listening(port: int) -> bool:
 
 class RulebookSetup:
     """In `work`: the relays' token, a free port, the rulebook's vars (the test's prepare/recover log tasks)
-    and a user's environment with a home of its own and the persistent fact cache the README's event-driven
-    setup asks for (each VM's fault domain outlives the cycle that read it)."""
+    and a user's environment with a home of its own (the cycles' VM memory lives there)."""
 
     def __init__(self, work: Path, token: bytes, hosts: List[str]):
         self.work = work
@@ -48,8 +47,7 @@ class RulebookSetup:
         home.mkdir(exist_ok=True)
         self.env: Dict[str, str] = dict(os.environ, HOME=str(home), PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
                                         ANSIBLE_NOCOLOR="1", PYTHONUNBUFFERED="1",
-                                        ANSIBLE_LOCAL_TEMP=str(work / "ansible-tmp"), ANSIBLE_CACHE_PLUGIN="jsonfile",
-                                        ANSIBLE_CACHE_PLUGIN_CONNECTION=str(work / "facts"))
+                                        ANSIBLE_LOCAL_TEMP=str(work / "ansible-tmp"))
 
     def start(self, inventory: Path, log: IO[str]) -> subprocess.Popen:
         """`ansible-rulebook -r azure_imds.scheduled_events.scheduled_events`, in its own process group."""
