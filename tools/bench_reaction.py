@@ -44,6 +44,7 @@ from imds_simulator.fleet import FleetSpec  # noqa: E402
 from tests.integration.runner import CycleBench  # noqa: E402
 from tests.live_fleet import LiveFleet  # noqa: E402
 from tests import timing  # noqa: E402
+from tools.report import write_section  # noqa: E402
 from tools.relay_fleet import RelayFleet, environment, kill_tree, tree_cpu  # noqa: E402
 
 WORK = REPO / "build" / "bench-reaction"
@@ -274,16 +275,6 @@ def render(results: List[Result], argv: List[str], wall: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(path: Path, text: str) -> None:
-    old = path.read_text() if path.exists() else ""
-    if SECTION in old:  # replace our section, up to the next "## " heading
-        before, rest = old.split(SECTION, 1)
-        after = rest.split("\n## ", 1)
-        old = before.rstrip("\n") + ("\n\n## " + after[1] if len(after) > 1 else "")
-        old = old.rstrip("\n") + "\n"
-    path.write_text(old.rstrip("\n") + "\n\n" + text)
-
-
 def parse_args(argv: List[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="50,200", help="fleet sizes for the event-driven runs")
@@ -321,7 +312,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(text)
     report = Path(args.report) if args.report else None
     if report:
-        write_report(report, text)
+        write_section(report, SECTION, text)
         print(f"written to {report}")
     return 0 if all(not r.found["missed"] for r in results if r.way == "event-driven") else 1
 

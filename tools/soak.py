@@ -11,7 +11,7 @@ the example tasks' audit log, it reports:
 - reaction latency, simulator `Scheduled` -> first prepare start (median, p95);
 - the control process's memory (RSS of ansible-playbook, sampled every 10 s): first vs last 5 minutes.
 
-Figures go to docs/soak.md (and stdout); exit 1 if anything was missed.
+Figures go to docs/soak.md (its watch section) and stdout; exit 1 if anything was missed.
     python tools/soak.py --minutes 30 --vms 50
 """
 from __future__ import annotations
@@ -39,10 +39,12 @@ from imds_simulator.fleet import FleetSpec, build_fleet  # noqa: E402
 from imds_simulator.jsonfile import read_json  # noqa: E402
 from imds_simulator.server import ServerOptions, Simulator, serve_in_thread  # noqa: E402
 from tools.demo import audit, write_inventory  # noqa: E402
+from tools.report import write_section  # noqa: E402
 from tools.stage_collection import stage  # noqa: E402
 
 WORK = REPO / "build" / "soak"
 REPORT = REPO / "docs" / "soak.md"
+SECTION = "## Watch soak (`make soak`)"
 
 
 @dataclass
@@ -176,7 +178,7 @@ def render(options: Options, found: Dict[str, Any], memory: MemorySampler, retur
     early = [mib for at, mib in memory.samples if at <= 300]
     late = [mib for at, mib in memory.samples if at >= memory.samples[-1][0] - 300] if memory.samples else []
     lines = [
-        "# Soak figures", "",
+        SECTION, "",
         f"Command: `python tools/soak.py --minutes {options.minutes:g} --vms {options.vms} --time-scale "
         f"{options.time_scale:g} --busier {options.busier:g} --seed {options.seed}` "
         f"(`make soak` runs the 30-minute, 50-VM default).", "",
@@ -235,7 +237,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     text = render(options, found, memory, returncode, ended - started)
     print(text)
     if options.report:
-        options.report.write_text(text)
+        write_section(options.report, SECTION, text)
     return 0 if returncode == 0 and not found["missed"] and not found["unrecovered"] else 1
 
 

@@ -36,6 +36,7 @@ sys.path.insert(0, str(REPO))
 from imds_simulator.fleet import FleetSpec  # noqa: E402
 from tests import timing  # noqa: E402
 from tests.live_fleet import LiveFleet  # noqa: E402
+from tools.report import write_section  # noqa: E402
 from tools.relay_fleet import RelayFleet, environment, tree_rss_mib  # noqa: E402
 from tools.soak import busier_fleet_mix, epoch, percentile  # noqa: E402
 
@@ -135,15 +136,6 @@ def render(args: argparse.Namespace, found: Dict[str, Any], samples: Samples, cp
     return "\n".join(lines) + "\n"
 
 
-def write_report(path: Path, text: str) -> None:
-    old = path.read_text() if path.exists() else ""
-    if SECTION in old:  # replace our section, up to the next "## " heading
-        before, rest = old.split(SECTION, 1)
-        after = rest.split("\n## ", 1)
-        old = before.rstrip("\n") + ("\n\n## " + after[1] if len(after) > 1 else "")
-    path.write_text(old.rstrip("\n") + "\n\n" + text)
-
-
 def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
@@ -182,7 +174,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     text = render(args, found, samples, cpu1 - cpu0, ended - started)
     print(text)
     if args.report:
-        write_report(Path(args.report), text)
+        write_section(Path(args.report), SECTION, text)
     return 0 if not found["missed"] and not found["unrecovered"] else 1
 
 
