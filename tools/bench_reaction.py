@@ -45,6 +45,7 @@ from tests.integration.runner import CycleBench  # noqa: E402
 from tests.live_fleet import LiveFleet  # noqa: E402
 from tests import timing  # noqa: E402
 from tools.report import write_section  # noqa: E402
+from tools.soak import epoch, percentile  # noqa: E402
 from tools.relay_fleet import RelayFleet, environment, kill_tree, tree_cpu  # noqa: E402
 
 WORK = REPO / "build" / "bench-reaction"
@@ -69,19 +70,6 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: 
         return timing.wait_for(predicate, min(timeout, DEADLINE[0] - time.monotonic()), what, interval)
     except AssertionError as exc:
         raise OutOfTime(str(exc))
-
-
-def epoch(iso: Optional[str]) -> Optional[float]:
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() if iso else None
-
-
-def percentile(values: List[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
-
-
-
-
 
 
 # --- events ----------------------------------------------------------------------------------------

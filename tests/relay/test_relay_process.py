@@ -71,8 +71,6 @@ class Receiver:
         return [p for p in self.pushes if p["kind"] == "change"]
 
 
-
-
 class RelayBench:
     def __init__(self, tmp_path: Path, fleet: LiveFleet, vm: str, port: int, **settings: Any):
         self.dir = tmp_path / vm
