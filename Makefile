@@ -57,7 +57,7 @@ newest-core-full:
 # Everything but tests/unit (`make units` runs it under ansible-test; `make check` under plain pytest),
 # on 4 workers.
 pytest: $(STAMP)
-	$(PY) -m pytest -n 4 --ignore=tests/unit
+	$(PY) -m pytest -n 4 --dist loadgroup --ignore=tests/unit
 
 # Only the fault matrix (part of `make test`), which rewrites docs/fault-matrix.md.
 fault-table: $(STAMP)

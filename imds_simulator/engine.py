@@ -610,6 +610,22 @@ class Engine:
         ev.held = False
         return "approved" if ev.approval_satisfied() else "waiting_for_other_vms"
 
+    # ------------------------------------------------------------------ cancellation
+
+    def cancel(self, event_id: str, at: datetime) -> None:
+        """Azure withdraws a Scheduled event now (as `cancel_after_s` does on a timer); raises ScenarioError
+        for an unknown id or an event that is no longer Scheduled: a started event cannot be cancelled."""
+        at = max(at, self.now)
+        self.advance_to(at)
+        ev = next((e for e in reversed(self.events) if e.event_id == event_id), None)
+        if ev is None:
+            raise sc.ScenarioError(f"no event {event_id} to cancel; GET /_simulator/events lists them.")
+        if ev.status != "Scheduled":
+            raise sc.ScenarioError(f"event {event_id} is {ev.status}; only a Scheduled event can be cancelled.")
+        ev.cancel_at = at
+        self._fire(at)
+        self._refresh(at)
+
     def _event_by_id(self, event_id: str) -> SimEvent:
         return next(ev for ev in reversed(self.events) if ev.event_id == event_id)
 

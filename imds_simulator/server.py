@@ -326,6 +326,7 @@ class Handler(BaseHTTPRequestHandler):
             ("GET", "clock"): self._c_clock,
             ("GET", "events"): self._c_events,
             ("POST", "events"): self._c_inject_events,
+            ("POST", "cancel"): self._c_cancel,
             ("GET", "faults"): self._c_faults,
             ("POST", "faults"): self._c_inject_faults,
             ("GET", "approvals"): self._c_approvals,
@@ -387,6 +388,22 @@ class Handler(BaseHTTPRequestHandler):
             self._send(400, {"error": str(exc)})
             return
         self._send(201, {"keys": keys, "event_ids": created})
+
+    def _c_cancel(self, _query: Dict[str, List[str]]) -> None:
+        body = self._json_body()
+        if body is None:
+            return
+        event_id = body.get("event_id") if isinstance(body, dict) else None
+        if not isinstance(event_id, str):
+            self._send(400, {"error": 'the body must be {"event_id": "<id>"}.'})
+            return
+        try:
+            with self.sim.lock:
+                self.sim.engine.cancel(event_id, self.sim.clock.now())
+        except sc.ScenarioError as exc:
+            self._send(400, {"error": str(exc)})
+            return
+        self._send(200, {"event_id": event_id, "status": "Removed", "outcome": "cancelled"})
 
     def _c_faults(self, _query: Dict[str, List[str]]) -> None:
         self._send(200, {"faults": self.sim.faults.pending()})

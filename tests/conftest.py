@@ -13,6 +13,9 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import List
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
@@ -39,3 +42,15 @@ for _name in ("ANSIBLE_CALLBACKS_ENABLED", "ANSIBLE_CALLBACK_WHITELIST", "SCHEDU
 
 def pytest_unconfigure(config: object) -> None:
     shutil.rmtree(_STAGE_ROOT, ignore_errors=True)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
+    """`--dist loadgroup` (make test) sends each xdist_group to one worker by a suffix on the test's id; a
+    pytest that ignores that suffix would silently build every module fixture once per worker (minutes)."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    lost = [i.nodeid for i in items if i.get_closest_marker("xdist_group") and "@" not in i.nodeid]
+    if lost:
+        raise pytest.UsageError(f"pytest-xdist could not group {lost[0]} onto one worker with this pytest; "
+                                "install the pytest that requirements-test.txt names.")

@@ -54,6 +54,11 @@ class LiveFleet:
             self.engine.load(sc.from_event(spec), self.sim.clock.now())
             return [e.event_id for e in self.engine.events[before:]]
 
+    def cancel(self, event_id: str) -> None:
+        """Azure withdraws a Scheduled event now."""
+        with self.sim.lock:
+            self.engine.cancel(event_id, self.sim.clock.now())
+
     def approvals(self) -> List[Dict[str, Any]]:
         with self.sim.lock:
             return list(self.engine.approvals)

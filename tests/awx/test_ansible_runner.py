@@ -24,6 +24,8 @@ from event_analysis.awx import load_awx_job, load_runner_artifacts, runner_job_e
 from tests.conftest import COLLECTIONS_PATH
 from tests.live_fleet import LiveFleet
 
+# Module-scoped fixtures: one xdist worker runs this file (`--dist loadgroup`), so they are built once.
+pytestmark = pytest.mark.xdist_group("awx-runner")
 REPO = Path(__file__).resolve().parents[2]
 SKELETON = REPO / "awx" / "project"
 RUNNER = Path(sys.executable).parent / "ansible-runner"

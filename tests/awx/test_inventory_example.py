@@ -16,6 +16,8 @@ import ansible
 import pytest
 import yaml
 
+# Module-scoped fixtures: one xdist worker runs this file (`--dist loadgroup`), so they are built once.
+pytestmark = pytest.mark.xdist_group("awx-inventory")
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "playbooks" / "examples" / "inventory" / "azure_vms.azure_rm.yml"
 SKELETON_COPY = REPO / "awx" / "project" / "inventory" / "azure_vms.azure_rm.yml"

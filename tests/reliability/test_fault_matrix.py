@@ -24,6 +24,8 @@ from tests.integration.runner import CycleBench, PlaybookRun
 from tests.live_fleet import LiveFleet
 from tests.modules.history_helpers import capture_env, read_history
 
+# Module-scoped fixtures: one xdist worker runs this file (`--dist loadgroup`), so they are built once.
+pytestmark = pytest.mark.xdist_group("fault-matrix")
 TABLE = Path(__file__).resolve().parents[2] / "docs" / "fault-matrix.md"
 FATAL = re.compile(r"^fatal: \[([^\]]+)\]: FAILED! => (\{.*\})$", re.M)
 # Short budgets so that timeouts are quick: 1 s per answer, 3 s for the first one, 2 retries. Every VM is in

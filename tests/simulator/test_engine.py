@@ -257,6 +257,20 @@ def test_cancelled_event_is_removed_without_starting() -> None:
     assert statuses == [(), ("Scheduled",), ()]
 
 
+def test_a_cancel_removes_a_scheduled_event_now_and_refuses_a_started_or_unknown_one() -> None:
+    engine = make_engine("platform-maintenance")
+    engine.advance_to(T0 + timedelta(seconds=10))
+    (ev,) = engine.events
+    engine.cancel(ev.event_id, T0 + timedelta(seconds=20))
+    assert (ev.status, ev.outcome, ev.started_at) == ("Removed", "cancelled", None)
+    assert ev.removed_at == T0 + timedelta(seconds=20)
+    assert [e["Events"] for e in [doc(engine, ev.resources[0], T0 + timedelta(seconds=21))]] == [[]]
+    with pytest.raises(sc.ScenarioError, match="only a Scheduled event can be cancelled"):
+        engine.cancel(ev.event_id, T0 + timedelta(seconds=30))
+    with pytest.raises(sc.ScenarioError, match="no event NOPE to cancel"):
+        engine.cancel("NOPE", T0 + timedelta(seconds=30))
+
+
 def test_hardware_failure_appears_already_started() -> None:
     engine = make_engine("hardware-failure")
     run_until_quiet(engine)

@@ -796,6 +796,24 @@ def test_injected_bundled_scenario_runs(start_simulator: Callable[..., LiveSimul
     assert sim.truth_for(event["EventId"])["started_at"] is None
 
 
+def test_a_control_cancel_withdraws_a_scheduled_event_and_refuses_a_started_one(
+        start_simulator: Callable[..., LiveSimulator]) -> None:
+    sim = start_simulator("--time-scale", "60")
+    created = sim.control_post("events", {"event": {"key": "a", "type": "Reboot", "notice_s": 900,
+                                                   "resources": {"names": ["avset-web-vm0"]}}})
+    (scheduled,) = created.json()["event_ids"]
+    answer = sim.control_post("cancel", {"event_id": scheduled})
+    assert answer.status_code == 200, answer.text
+    assert sim.truth_for(scheduled)["outcome"] == "cancelled"
+    assert sim.document("avset-web-vm0")["Events"] == []
+    created = sim.control_post("events", {"event": {"key": "b", "type": "Redeploy", "notice_s": None,
+                                                   "resources": {"names": ["avset-web-vm1"]}}})
+    (started,) = created.json()["event_ids"]
+    refused = sim.control_post("cancel", {"event_id": started})
+    assert refused.status_code == 400 and "only a Scheduled event" in refused.json()["error"]
+    assert sim.control_post("cancel", ["not", "an", "object"]).status_code == 400
+
+
 BAD_INJECTIONS = {
     "unknown scenario": {"scenario": "no-such-scenario"},
     "scenario path": {"scenario": "../etc/passwd"},
