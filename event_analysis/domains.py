@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from event_analysis.lifecycles import NO_NOTICE, nanoseconds
+from event_analysis.lifecycles import nanoseconds
 
 CERTAIN, POSSIBLE = "certain", "possible"
 _DOMAINS = ("fault_domain", "update_domain")
@@ -28,8 +28,8 @@ def maintenance_intervals(lifecycles: pd.DataFrame, by: str = "fault_domain",
     keep = lifecycles["started_seen"].notna() & lifecycles[by].notna()
     if sources is not None:
         keep &= lifecycles["event_source"].isin(list(sources)).fillna(False)
-    if not include_no_notice:
-        keep &= lifecycles["outcome"] != NO_NOTICE
+    if not include_no_notice:  # events first seen Started: hardware failures, not routine maintenance
+        keep &= ~lifecycles["first_seen_started"].astype(bool)
     rows = lifecycles.loc[keep].copy()
     rows["certain_start"], rows["certain_end"] = rows["started_seen"], rows["last_seen"]
     rows["possible_start"] = rows["started_after"].fillna(rows["started_seen"])

@@ -16,12 +16,12 @@ import pandas as pd
 from event_analysis.history import report_of
 from event_analysis.schema import APPROVAL, OBSERVATION
 
-COMPLETED, CANCELLED, NO_NOTICE, OPEN = "completed", "cancelled", "no-notice", "open"
-OUTCOMES = (COMPLETED, CANCELLED, NO_NOTICE, OPEN)
+COMPLETED, CANCELLED, OPEN = "completed", "cancelled", "open"
+OUTCOMES = (COMPLETED, CANCELLED, OPEN)
 _NS = 1e9
 LIFECYCLE_COLUMNS = (
     "event_id", "host", "vm", "fault_domain", "update_domain", "event_type", "event_source", "resource_type",
-    "resources", "description", "duration_s", "outcome", "appeared_before_capture", "polls",
+    "resources", "description", "duration_s", "outcome", "appeared_before_capture", "first_seen_started", "polls",
     "appeared_after", "first_seen", "not_before_first", "not_before", "last_scheduled",
     "started_after", "started_seen", "last_seen", "gone_at",
     "notice_s_min", "notice_s_max", "scheduled_s_min", "scheduled_s_max",
@@ -137,12 +137,12 @@ def event_lifecycles(observations: pd.DataFrame, *, time_scale: Optional[float] 
     last_declared = rows["not_before"].iloc[np.maximum(sched_row, 0)].reset_index(drop=True)
     out["not_before"] = last_declared.where(pd.Series(has_scheduled))
     out["appeared_before_capture"] = out["appeared_after"].isna()
-    # "No notice" needs a poll before that did not list the event: one already Started at the
-    # host's first poll may well have been Scheduled before the capture began.
-    first_started = (started == first_poll) & ~out["appeared_before_capture"].to_numpy()
-    out["outcome"] = _outcomes(has_started, first_started, out["gone_at"].notna().to_numpy())
+    # Already Started at the first poll that listed it: any Scheduled phase fell between two polls (or before
+    # the capture). What that says about its notice is notice_check's verdict, not an outcome.
+    out["first_seen_started"] = started == first_poll
+    out["outcome"] = _outcomes(has_started, out["gone_at"].notna().to_numpy())
     _add_durations(out, polls, started, first_poll, last_poll, has_started, scale)
-    result = _add_approvals(out, observations)[list(LIFECYCLE_COLUMNS)]
+    result = _bound_unseen_notice(_add_approvals(out, observations))[list(LIFECYCLE_COLUMNS)]
     result.attrs["time_scale"] = scale
     return result
 
@@ -157,9 +157,9 @@ def _first_per_group(key: np.ndarray, values: np.ndarray, mask: np.ndarray, grou
     return out
 
 
-def _outcomes(has_started: np.ndarray, started_first: np.ndarray, gone: np.ndarray) -> pd.Categorical:
-    outcome = np.where(has_started & started_first, NO_NOTICE,
-                       np.where(~gone, OPEN, np.where(has_started, COMPLETED, CANCELLED)))
+def _outcomes(has_started: np.ndarray, gone: np.ndarray) -> pd.Categorical:
+    """What happened: gone after Started (completed), gone while Scheduled (cancelled), still there (open)."""
+    outcome = np.where(~gone, OPEN, np.where(has_started, COMPLETED, CANCELLED))
     return pd.Categorical(outcome, categories=OUTCOMES)
 
 
@@ -177,8 +177,7 @@ def _add_durations(out: pd.DataFrame, polls: _Polls, started: np.ndarray, first_
     end_hi = out["started_seen"].where(pd.Series(has_started), out["gone_at"])
     out["scheduled_s_min"] = _seconds(end_lo, out["first_seen"], scale).clip(lower=0)
     out["scheduled_s_max"] = _seconds(end_hi, out["appeared_after"], scale)
-    no_schedule = out["outcome"] == NO_NOTICE
-    out.loc[no_schedule, ["scheduled_s_min", "scheduled_s_max"]] = 0.0
+
     out["started_to_gone_s_min"] = _seconds(out["last_seen"], out["started_seen"], scale).clip(lower=0)
     out["started_to_gone_s_max"] = _seconds(out["gone_at"], out["started_after"], scale)
     _add_impact(out, polls, started, first_poll, last_poll, has_started, scale)
@@ -217,6 +216,21 @@ def _add_approvals(out: pd.DataFrame, observations: pd.DataFrame) -> pd.DataFram
     return merged
 
 
+def _bound_unseen_notice(out: pd.DataFrame) -> pd.DataFrame:
+    """Notice bounds of the events first seen Started, which served no NotBefore to the history.
+
+    Such an event appeared and started between two polls: it was Scheduled for [0, gap] seconds, and that is
+    its notice if it started at NotBefore. An approval before it was seen may have started it early, so its
+    notice is then only known to be >= 0. Before the capture began, the gap is unbounded too.
+    """
+    first_started = out["first_seen_started"].to_numpy(dtype=bool)
+    approved_early = (out["approved_at"] <= out["first_seen"]).fillna(False).to_numpy(dtype=bool)
+    out.loc[first_started, "notice_s_min"] = 0.0
+    out.loc[first_started, "notice_s_max"] = out.loc[first_started, "scheduled_s_max"]
+    out.loc[first_started & approved_early, "notice_s_max"] = pd.NA
+    return out
+
+
 _MOMENTS = ("appeared_after", "first_seen", "not_before_first", "not_before", "last_scheduled", "started_after",
             "started_seen", "last_seen", "gone_at", "approved_at")
 
@@ -228,7 +242,7 @@ def _empty(scale: float) -> pd.DataFrame:
             return "datetime64[ns, UTC]"
         if name.endswith("_s") or "_s_" in name or name.endswith("_domain"):
             return "Float64"
-        return "bool" if name in ("approved", "appeared_before_capture") else "object"
+        return "bool" if name in ("approved", "appeared_before_capture", "first_seen_started") else "object"
     frame = pd.DataFrame({name: pd.Series(dtype=dtype(name)) for name in LIFECYCLE_COLUMNS})
     frame.attrs["time_scale"] = scale
     return frame

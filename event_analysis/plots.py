@@ -25,7 +25,6 @@ from matplotlib.patches import Patch
 
 from event_analysis.domains import domain_overlaps, domain_walk
 from event_analysis.history import report_of
-from event_analysis.lifecycles import NO_NOTICE
 from event_analysis.sources import DEMO_HISTORY
 
 VERDICT_COLORS: Dict[str, str] = {"below": "tab:red", "maybe below": "tab:orange", "met": "tab:green",
@@ -228,16 +227,16 @@ def notice_intervals(checked: pd.DataFrame) -> Optional[Figure]:
     it is `maybe below`: the polls cannot tell. A dotted arrow means the event was already
     there at the first poll, so only the lower bound is known.
     """
-    rows = checked[checked["notice_s_min"].notna()]
+    rows = checked[checked["notice_s_min"].notna() & ~checked["first_seen_started"].astype(bool)]
     if rows.empty:
         _empty("no event with a notice time in this history (no Scheduled event, or none with a NotBefore): "
                "nothing to plot.")
         return None
     groups = _sorted_groups(rows, "event_type", "notice_s_min")
-    skipped = int((checked["outcome"] == NO_NOTICE).sum())
+    skipped = int(checked["first_seen_started"].astype(bool).sum())
     fig, axes = _figure([len(part) for _, part in groups],
                         "Notice per lifecycle: NotBefore minus first appearance, as [min, max] seconds"
-                        + (f"\n({skipped} no-notice lifecycle(s) not shown: they have no notice)" if skipped else ""))
+                        + (f"\n({skipped} lifecycle(s) first seen Started not shown: see no_notice)" if skipped else ""))
     for ax, (event_type, part) in zip(axes, groups):
         colors = [VERDICT_COLORS.get(str(v), "tab:blue") for v in part["notice_verdict"]]
         _segments(ax, part, "notice_s_min", "notice_s_max", colors)
@@ -262,11 +261,12 @@ def short_notice(checked: pd.DataFrame, verdicts: Sequence[str] = ("below", "may
 
 
 def no_notice(checked: pd.DataFrame) -> pd.DataFrame:
-    """Lifecycles first seen already Started: no Scheduled phase at all (hardware failure, or a capture
-    that began while the event was under way: `appeared_before_capture` tells which)."""
-    rows = checked[checked["outcome"] == NO_NOTICE].sort_values(["first_seen", "vm"])
-    return compact(rows, ["event_type", "event_source", "vm", "event_id", "appeared_before_capture",
-                          "appeared_after", "first_seen", "description"])
+    """Lifecycles first seen already Started, with their notice bounds [0, gap] and the verdict those support:
+    no notice (seen, or by the event type), or unknown (a Scheduled phase may have fallen between the polls,
+    or before the capture: `appeared_before_capture`)."""
+    rows = checked[checked["first_seen_started"].astype(bool)].sort_values(["first_seen", "vm"])
+    return compact(rows, ["notice_verdict", "event_type", "event_source", "vm", "event_id", "appeared_before_capture",
+                          "appeared_after", "first_seen", "notice_s_min", "notice_s_max", "outcome", "description"])
 
 
 # ----------------------------------------------------------------- durations
@@ -338,7 +338,7 @@ def started_to_gone(lifecycles: pd.DataFrame) -> Optional[Figure]:
 
 def _with_approval(lifecycles: pd.DataFrame) -> pd.DataFrame:
     """Lifecycles that went from Scheduled to Started, labelled approved / not approved."""
-    rows = lifecycles[lifecycles["started_seen"].notna() & (lifecycles["outcome"] != NO_NOTICE)]
+    rows = lifecycles[lifecycles["started_seen"].notna() & ~lifecycles["first_seen_started"].astype(bool)]
     return rows.assign(approval=np.where(rows["approved"].astype(bool), "approved", "not approved"))
 
 

@@ -26,6 +26,8 @@ class Simulated:
     truth: List[Dict[str, Any]]  # SimEvent.summary() of every event the engine ran
     fault_domains: Dict[str, int]  # VM name -> fault domain
     poll_interval_s: float
+    end: datetime  # when the history ends: an event removed in its last poll interval may look open
+    deleted: Dict[str, datetime]  # VM name -> when an eviction deleted it (no poll of it after)
 
 
 def simulate(tmp: Path, scenario: str, *, days: float, poll: float, seed: int = 1, approve: str = "none",
@@ -36,7 +38,8 @@ def simulate(tmp: Path, scenario: str, *, days: float, poll: float, seed: int = 
     with open_output(str(path)) as out:
         generate(engine, GenerateOptions(days=days, poll_interval_s=poll, approve=approve), out, seed=seed)
     domains = {vm.name: vm.fault_domain for vm in engine.fleet.vms}
-    return Simulated(path, [ev.summary() for ev in engine.events], domains, poll)
+    deleted = {state.vm.name: state.deleted_at for state in engine.vms.values() if state.deleted_at}
+    return Simulated(path, [ev.summary() for ev in engine.events], domains, poll, T0 + timedelta(days=days), deleted)
 
 
 def at(seconds: float) -> datetime:
