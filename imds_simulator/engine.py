@@ -230,6 +230,16 @@ class Engine:
         self.advance_to(at)
         return [s.key for s in scenario.specs]
 
+    def stop_arrivals(self, at: datetime) -> int:
+        """No new random arrivals (`per_day` streams) after `at`; events already due or under way, fault-domain
+        walks and `after` chains go on. For soaks that end with a settle period. Returns the streams stopped."""
+        self.advance_to(at)
+        kept = [entry for entry in self._queue if entry[2] != "stream"]
+        stopped = len(self._queue) - len(kept)
+        heapq.heapify(kept)
+        self._queue = kept
+        return stopped
+
     def _check_selectors(self, scenario: sc.Scenario) -> None:
         """Refuse, before anything is queued, specs that name VMs this fleet does not have."""
         for spec in scenario.specs:

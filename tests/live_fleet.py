@@ -59,6 +59,11 @@ class LiveFleet:
         with self.sim.lock:
             self.engine.cancel(event_id, self.sim.clock.now())
 
+    def stop_arrivals(self) -> int:
+        """No new random arrivals from now on; what is under way goes on."""
+        with self.sim.lock:
+            return self.engine.stop_arrivals(self.sim.clock.now())
+
     def approvals(self) -> List[Dict[str, Any]]:
         with self.sim.lock:
             return list(self.engine.approvals)

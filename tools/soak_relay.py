@@ -8,8 +8,9 @@ prepare/recover log tasks. Afterwards, from the simulator's ground truth, the re
 and the prepare/recover log, it reports:
 
 - events that appeared during the run, seen in a relay history, missed (must be 0);
-- events seen Scheduled that never got prepare; events gone (2 minutes before the end) without a recover on
-  every VM they listed that was prepared (must be 0);
+- events seen Scheduled that never got prepare; events gone without a recover on every VM they listed that
+  was prepared (must be 0), judged after a settle period: new arrivals stop at --minutes, and the run goes on
+  (at most --settle-minutes) until every event is gone and every prepared host recovered;
 - reaction, simulator appeared -> first prepare start (median, p95);
 - memory over time (first vs last 5 minutes, sampled every 10 s): the largest relay, all relays together,
   and the rulebook's process tree (its JVM, Python and the cycles it runs); the controller's CPU per event.
@@ -43,7 +44,7 @@ from tools.soak import busier_fleet_mix, epoch, percentile  # noqa: E402
 WORK = REPO / "build" / "soak-relay"
 REPORT = REPO / "docs" / "soak.md"
 SECTION = "## Event-driven soak (`make soak-relay`)"
-SETTLE_S = 120  # events gone this long before the end must have had their recover
+SETTLE_S = 120  # events gone this long before the end of the settle period must have had their recover
 
 
 @dataclass
@@ -75,13 +76,13 @@ class Samples:
         return [r for r in self.rows if (r[0] <= 300 if first else r[0] >= end - 300)]
 
 
-def figures(run: RelayFleet, started: float, ended: float) -> Dict[str, Any]:
+def figures(run: RelayFleet, started: float, arrivals_end: float, ended: float) -> Dict[str, Any]:
     events = run.fleet.truth()
     seen = {str(e.get("EventId", "")).upper() for relay in run.relays for record in relay.records()
             for e in record.get("events") or [] if isinstance(e, dict)}
     prepares = run.bench.actions("prepare")
     recovers = run.bench.actions("recover")
-    due = [e for e in events if started <= (epoch(e["appeared_at"]) or 0) <= ended - 30]
+    due = [e for e in events if started <= (epoch(e["appeared_at"]) or 0) <= arrivals_end]
     missed = [f"{e['event_id'][:8]} ({e['event_type']}, {e['outcome']})" for e in due
               if e["event_id"].upper() not in seen]
     reactions, unprepared, unrecovered = [], [], []
@@ -98,8 +99,15 @@ def figures(run: RelayFleet, started: float, ended: float) -> Dict[str, Any]:
         if removed is not None and removed <= ended - SETTLE_S and set(prepared) - recovered:
             unrecovered.append(f"{key[:8]} ({event['event_type']}: {len(set(prepared) - recovered)} hosts)")
     return {"due": len(due), "seen": len(due) - len(missed), "missed": missed, "unprepared": unprepared,
+            "open": [e["event_id"][:8] for e in due if e["status"] != "Removed"],
             "unrecovered": unrecovered, "reactions": reactions, "prepared_hosts": len(prepares),
             "recovered_hosts": len(recovers), "records": sum(len(r.records()) for r in run.relays)}
+
+
+def settled(run: RelayFleet, started: float, arrivals_end: float) -> bool:
+    """Every event of the run gone, and every prepared host recovered."""
+    found = figures(run, started, arrivals_end, time.time() + SETTLE_S)
+    return not found["open"] and not found["unrecovered"]
 
 
 def render(args: argparse.Namespace, found: Dict[str, Any], samples: Samples, cpu_s: float, wall: float) -> str:
@@ -107,8 +115,9 @@ def render(args: argparse.Namespace, found: Dict[str, Any], samples: Samples, cp
     lines = [
         SECTION, "",
         f"Command: `python tools/soak_relay.py --minutes {args.minutes:g} --vms {args.vms} --busier {args.busier:g} "
-        f"--seed {args.seed}` (`make soak-relay` runs the 30-minute, 200-VM default).", "",
-        f"- Run: {wall / 60:.1f} wall minutes, {args.vms} VMs (one availability set, 3 fault domains), a relay "
+        f"--settle-minutes {args.settle_minutes:g} --seed {args.seed}` (`make soak-relay` runs the 30-minute, 200-VM default).", "",
+        f"- Run: {wall / 60:.1f} wall minutes ({args.minutes:g} of arrivals, then a settle period until every event "
+        f"was gone and recovered, {args.settle_minutes:g} at most; still open at the end: {len(found['open'])}), {args.vms} VMs (one availability set, 3 fault domains), a relay "
         f"process per VM (poll 1 s, heartbeat 30 s), the real ansible-rulebook; `fleet-mix` x{args.busier:g} at "
         "time scale 1.",
         f"- Events that appeared during the run: {found['due']}; seen in a relay history: {found['seen']}; "
@@ -140,6 +149,8 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--vms", type=int, default=200)
+    parser.add_argument("--settle-minutes", type=float, default=15.0,
+                        help="after --minutes: no new arrivals, run on until every event is gone and recovered")
     parser.add_argument("--busier", type=float, default=150.0, help="multiply fleet-mix's per-day rates")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--report", default=str(REPORT), help="markdown file to write the section to ('' for none)")
@@ -164,9 +175,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         while time.time() - started < args.minutes * 60:
             time.sleep(5)
             run.check_alive()
+        arrivals_end = time.time()
+        fleet.stop_arrivals()
+        while time.time() < arrivals_end + args.settle_minutes * 60 and not settled(run, started, arrivals_end):
+            time.sleep(5)
+            run.check_alive()
         ended, cpu1 = time.time(), run.controller_cpu()
         samples.stop()
-        found = figures(run, started, ended)
+        found = figures(run, started, arrivals_end, ended)
     finally:
         samples.stop()
         run.close()

@@ -271,6 +271,18 @@ def test_a_cancel_removes_a_scheduled_event_now_and_refuses_a_started_or_unknown
         engine.cancel("NOPE", T0 + timedelta(seconds=30))
 
 
+def test_stopping_arrivals_ends_the_streams_but_lets_events_under_way_finish() -> None:
+    engine = make_engine("fleet-mix", vms=12)
+    engine.advance_to(T0 + timedelta(days=2))
+    under_way = list(engine.active)
+    assert engine.stop_arrivals(T0 + timedelta(days=2)) > 0
+    count = len(engine.events)
+    run_until_quiet(engine, limit=timedelta(days=30))
+    assert not engine.active and all(e.status == "Removed" for e in under_way)
+    # Only what was already under way could still add events (a walk's next fault domain, an `after` chain).
+    assert count > len(under_way) and all(e.key in {u.key for u in under_way} for e in engine.events[count:])
+
+
 def test_hardware_failure_appears_already_started() -> None:
     engine = make_engine("hardware-failure")
     run_until_quiet(engine)
