@@ -15,7 +15,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from event_analysis import reading, records
+from event_analysis import change_only, reading, records
 from event_analysis.reading import UNKNOWN_SCHEMA, BadLine
 
 PathLike = Union[str, os.PathLike]
@@ -40,6 +40,7 @@ class LoadReport:
     examples: List[BadLine] = field(default_factory=list)
     simulated: bool = False
     time_scale: float = 1.0
+    resolution: Dict[str, str] = field(default_factory=dict)  # host -> change-only | per-poll
 
     @property
     def bad_lines(self) -> int:
@@ -50,6 +51,10 @@ class LoadReport:
                 f"from {len(self.files)} file(s)")
         if self.duplicates:
             text += f"; dropped {self.duplicates} duplicate record(s)"
+        kinds = sorted(set(self.resolution.values()))
+        if kinds:
+            text += "; series: " + ", ".join(
+                f"{sum(v == kind for v in self.resolution.values())} host(s) {kind}" for kind in kinds)
         if self.bad:
             reasons = ", ".join(f"{count} {reason}" for reason, count in sorted(self.bad.items()))
             text += f"; skipped {self.bad_lines} bad line(s): {reasons}"
@@ -193,6 +198,8 @@ def to_frame(tables: List[pa.Table], report: LoadReport) -> pd.DataFrame:
         report.duplicates += report.records - unique
         report.records = unique
         report.observations, report.approvals = _kinds(frame)
+    report.resolution = change_only.series_resolution(frame)
+    frame = change_only.reconstruct_polls(frame)
     frame.attrs["report"] = report
     return frame
 
@@ -230,6 +237,11 @@ def _read_parquet(path: Path) -> Tuple[pa.Table, LoadReport]:
         table = pq.read_table(path)
     except (OSError, pa.ArrowException) as error:
         raise HistoryError(f"cannot read {path} as Parquet: {error}.") from None
+    for name in records.LATER_COLUMNS:  # a file written before change-only histories
+        if name not in table.column_names:
+            empty = pa.array(np.zeros(table.num_rows, dtype=bool)) if name == "reconstructed" \
+                else pa.nulls(table.num_rows, records.long_type(name))
+            table = table.append_column(name, empty)
     missing = [c for c in records.COLUMNS if c not in table.column_names]
     if missing:
         raise HistoryError(f"{path} is not an observations Parquet file (missing columns {', '.join(missing)}).")

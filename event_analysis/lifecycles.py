@@ -40,7 +40,7 @@ class _Polls:
 
     def __init__(self, observations: pd.DataFrame):
         informative = (observations["record"] == OBSERVATION).to_numpy() & observations["document_incarnation"].notna().to_numpy()
-        rows = observations.loc[informative, ["host", "observed_at"]]
+        rows = observations.loc[informative, ["host", "observed_at", "reconstructed", "poll_interval_s"]]
         host = rows["host"].cat.codes.to_numpy() if hasattr(rows["host"], "cat") else pd.factorize(rows["host"])[0]
         time = nanoseconds(rows["observed_at"])
         new = np.ones(len(rows), dtype=bool)
@@ -54,8 +54,14 @@ class _Polls:
         same_next = np.zeros(len(self.time), dtype=bool)
         same_next[:-1] = same_prev[1:]
         self.next = np.where(same_next, np.roll(self.time, -1), np.iinfo(np.int64).min)
-        self.gap = np.where(same_prev, self.time - self.prev, 0)
-        self.interval = _median_interval(self.host, self.gap, same_prev)
+        # A reconstructed poll (change-only history) ends a stretch the relay kept polling: no silence.
+        reconstructed = rows["reconstructed"].to_numpy(dtype=bool)[new]
+        self.gap = np.where(same_prev & ~reconstructed, self.time - self.prev, 0)
+        self.interval = _median_interval(self.host, self.gap, same_prev & ~reconstructed)
+        # A change-only series has few gaps, outages among them: the relay's own poll interval is the truth.
+        recorded = pd.Series(rows["poll_interval_s"].to_numpy(dtype="float64", na_value=np.nan) * _NS).groupby(host).max()
+        known = recorded.dropna()
+        self.interval[known.index.to_numpy()] = known.to_numpy()
 
     def stamp(self, values: np.ndarray) -> pd.Series:
         """int64 ns (min int = unknown) -> UTC timestamps (NaT)."""

@@ -20,7 +20,10 @@ _RFC1123 = "%a, %d %b %Y %H:%M:%S GMT"
 # The columns of an observations frame, in order (see docs/analysis.md).
 COLUMNS = ("record", "observed_at", "host", "vm", "fault_domain", "update_domain", "scale_set", "zone",
            "location", "document_incarnation", "event_id", "event_status", "event_type", "event_source",
-           "resource_type", "resources", "not_before", "duration_s", "description", "affects_vm")
+           "resource_type", "resources", "not_before", "duration_s", "description", "affects_vm",
+           "previous_observed_at", "poll_interval_s", "reconstructed")
+# Columns a Parquet file written before change-only histories lacks: read as missing, and "recorded".
+LATER_COLUMNS = ("previous_observed_at", "poll_interval_s", "reconstructed")
 
 
 def parse_utc(strings: pa.Array, pattern: str = _ISO_UTC) -> pa.Array:
@@ -125,6 +128,11 @@ def flatten(table: pa.Table, observed_at: pa.Array) -> pa.Table:
         "duration_s": event_field("DurationInSeconds"),
         "description": event_field("Description"),
         "affects_vm": pa.array(affects),
+        # Change-only histories (the relay): the last poll that still saw the previous document.
+        "previous_observed_at": pc.take(parse_utc(table.column("previous_observed_at").combine_chunks()), rows),
+        "poll_interval_s": row_field("poll_interval_s"),
+        # A poll rebuilt from the next record's previous_observed_at (see history.reconstruct_polls).
+        "reconstructed": pa.array(np.zeros(len(rows), dtype=bool)),
     })
 
 
@@ -143,6 +151,11 @@ def affected(resources: pa.Array, vm_names: pa.Array) -> np.ndarray:
 
 def _resource_key(names: pa.Array) -> pa.Array:
     return pc.utf8_lower(pc.replace_substring_regex(names, pattern="^_", replacement="", max_replacements=1))
+
+
+def long_type(name: str) -> pa.DataType:
+    """The Arrow type of one column of the flattened table."""
+    return empty_long_table().schema.field(name).type
 
 
 def empty_long_table() -> pa.Table:

@@ -21,6 +21,7 @@ VM = pa.struct([
 LINE = pa.schema([
     ("record", _S), ("observed_at", _S), ("host", _S), ("vm", VM),
     ("document_incarnation", pa.int64()), ("events", pa.list_(EVENT)), ("event_ids", pa.list_(_S)),
+    ("previous_observed_at", _S), ("poll_interval_s", pa.float64()),
 ])
 
 OBSERVATION, APPROVAL = "observation", "approval"

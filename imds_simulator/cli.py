@@ -58,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     _fleet_args(gen)
     gen.add_argument("--days", type=_positive, default=1.0, help="simulated days")
     gen.add_argument("--poll-interval", type=_positive, default=10.0, help="seconds between two polls of one VM")
+    gen.add_argument("--change-only", action="store_true",
+                     help="write a line only when a VM's document changes, with previous_observed_at (the event "
+                          "relay's history); use --poll-interval 1 for its one-second polls")
     gen.add_argument("--api-version", default="2020-07-01", choices=SCHEDULED_EVENTS_API_VERSIONS)
     gen.add_argument("--approve", default="none", choices=APPROVAL_POLICIES,
                      help="simulate a responder: the first listed VM approves matching events at first sight")
@@ -185,7 +188,7 @@ def _generate(args: argparse.Namespace) -> int:
         raise UsageError(f"--start {args.start!r} is not an ISO 8601 time.") from None
     engine = _engine(args, start, 1.0, EngineOptions(record_served=False, event_id_case=args.event_id_case or "upper"))
     options = GenerateOptions(days=args.days, poll_interval_s=args.poll_interval,
-                              api_version=args.api_version, approve=args.approve)
+                              api_version=args.api_version, approve=args.approve, change_only=args.change_only)
     with open_output(args.out) as out:
         stats = generate(engine, options, out, seed=args.seed)
     print(f"wrote {stats.observations} observations of {len(engine.fleet.vms)} VMs over {args.days:g} days "

@@ -4,7 +4,9 @@ Each VM polls every `poll_interval` seconds with its own phase (real pollers are
 not synchronised). Each poll that gets an answer writes one line of the
 observation schema (docs/observation-schema.md). A VM that is rebooting or
 frozen does not answer, so its poll writes nothing, as a real poller on that
-VM would write nothing. With an approval policy, the first VM listed in an
+VM would write nothing. With `change_only`, a VM writes a line only when its document changes (or
+when it answers again after polls that got nothing), with `previous_observed_at`, as the event relay
+does. With an approval policy, the first VM listed in an
 event's Resources approves it when it first sees it, and an approval record
 is written as a capture would write it.
 """
@@ -31,6 +33,7 @@ class GenerateOptions:
     poll_interval_s: float = 10.0
     api_version: str = "2020-07-01"
     approve: str = "none"
+    change_only: bool = False  # the event relay's history: a line per change, with previous_observed_at
 
 
 @dataclass
@@ -42,11 +45,29 @@ class GenerateStats:
 
 
 def observation_line(observed_at: datetime, host: str, vm_json: str, incarnation: Optional[int],
-                     events_json: str) -> str:
-    """One observation record, built as text: offline runs write millions of them."""
+                     events_json: str, previous: Optional[datetime] = None, poll_interval_s: Optional[float] = None) -> str:
+    """One observation record, built as text: offline runs write millions of them. `previous` and
+    `poll_interval_s` are a change-only history's (the event relay's) fields."""
     inc = "null" if incarnation is None else str(incarnation)
+    tail = f',"previous_observed_at":"{iso_utc(previous)}"' if previous is not None else ""
+    tail += f',"poll_interval_s":{poll_interval_s:g}' if poll_interval_s is not None else ""
     return (f'{{"observed_at":"{iso_utc(observed_at)}","host":{json.dumps(host)},"vm":{vm_json},'
-            f'"document_incarnation":{inc},"events":{events_json}}}\n')
+            f'"document_incarnation":{inc},"events":{events_json}{tail}}}\n')
+
+
+@dataclass
+class _ChangeOnly:
+    """One VM's memory for a change-only history: the document it last saw, when, and whether polls failed since."""
+    key: Optional[Tuple[Optional[int], str]] = None
+    seen_at: Optional[datetime] = None
+    failed: bool = False
+
+    def line_due(self, key: Tuple[Optional[int], str], at: datetime) -> Tuple[bool, Optional[datetime]]:
+        """Whether this answer is written (a change, or the first answer after failures), and its
+        previous_observed_at."""
+        due, previous = key != self.key or self.failed, self.seen_at
+        self.key, self.seen_at, self.failed = key, at, False
+        return due, previous
 
 
 def approval_line(at: datetime, host: str, vm_json: str, event_ids: List[str], results: Dict[str, str]) -> str:
@@ -67,23 +88,28 @@ def generate(engine: Engine, options: GenerateOptions, out: TextIO, seed: int = 
                for s in engine.vms.values()}
     events_cache: Dict[Tuple[str, int], str] = {}
     approved: Set[str] = set()
+    memory: Dict[str, _ChangeOnly] = {}
     for at, name in _poll_times(engine, options.poll_interval_s, end, seed):
         served = engine.serve(name, options.api_version, at)
         if served.kind not in ("document", "enabling"):
             stats.silent_polls += 1
+            memory.setdefault(name, _ChangeOnly()).failed = True
             continue
-        if served.kind == "enabling":
-            out.write(observation_line(at, name, vm_json[name], None, "[]"))
-        else:
+        incarnation, events_json = None, "[]"
+        if served.kind == "document":
             doc = served.document
-            key = (name, doc["DocumentIncarnation"])  # type: ignore[index]
-            if key not in events_cache:
-                events_cache[key] = json.dumps(doc["Events"], separators=(",", ":"))  # type: ignore[index]
-            out.write(observation_line(at, name, vm_json[name], doc["DocumentIncarnation"],  # type: ignore[index]
-                                       events_cache[key]))
+            incarnation = doc["DocumentIncarnation"]  # type: ignore[index]
+            if (name, incarnation) not in events_cache:
+                events_cache[(name, incarnation)] = json.dumps(doc["Events"], separators=(",", ":"))  # type: ignore[index]
+            events_json = events_cache[(name, incarnation)]
+        due, previous = memory.setdefault(name, _ChangeOnly()).line_due((incarnation, events_json), at)
+        if due or not options.change_only:
+            change_fields = (previous, options.poll_interval_s) if options.change_only else (None, None)
+            out.write(observation_line(at, name, vm_json[name], incarnation, events_json, *change_fields))
+            stats.observations += 1
+        if served.kind == "document":
             stats.approvals += _maybe_approve(engine, options.approve, name, doc, at, approved, out,  # type: ignore[arg-type]
                                               vm_json[name])
-        stats.observations += 1
     stats.events = len(engine.events)
     return stats
 

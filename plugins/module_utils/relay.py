@@ -101,6 +101,7 @@ def in_started_event(document, vm_name):
 class RelaySettings:
     host: str                      # the VM's inventory hostname, as the controller knows it
     heartbeat_seconds: float = 30.0
+    poll_interval: float = 1.0     # written into each record: a change-only series cannot show it
 
 
 @dataclass
@@ -129,10 +130,15 @@ class Tracker:
         self.last_success_at = at
         was_failing, self.last_error = bool(self.last_error), ""
         key = document_key(document)
+        if key == self.key and was_failing:
+            # IMDS answers again with the same document: a record all the same, whose previous_observed_at (the
+            # last poll before the failures) bounds the silence, as a per-poll history shows it; and a push, so
+            # that the controller may contact this VM again.
+            previous_seen_at, self.seen_at = self.seen_at, at
+            record = self._record(at, document, previous_seen_at)
+            return Step(record=record, push=self._push(HEARTBEAT, at, state_has_work, None))
         if key == self.key:
             self.seen_at = at
-            if was_failing:  # IMDS answers again: the controller may contact this VM again
-                return Step(push=self._push(HEARTBEAT, at, state_has_work, None))
             return Step(push=self._heartbeat_if_due(at, state_has_work))
         previous_seen_at = self.seen_at
         self.key, self.document, self.seen_at = key, document, at
@@ -153,7 +159,7 @@ class Tracker:
 
     def _record(self, at, document, previous_seen_at):
         record = {"observed_at": utc_iso(at), "host": self.settings.host, "vm": dict(self.vm),
-                  "document_incarnation": None, "events": []}
+                  "document_incarnation": None, "events": [], "poll_interval_s": self.settings.poll_interval}
         if document is not None:
             events = document.get("Events")
             record.update(document_incarnation=document.get("DocumentIncarnation"),

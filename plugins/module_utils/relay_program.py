@@ -342,7 +342,8 @@ class Relay:
         self.stop = stop or threading.Event()
         self.clock = clock
         self.client = ImdsClient(base_url=config.imds_url, api_version=config.api_version, timeout=2.0, retries=0)
-        self.tracker = Tracker(RelaySettings(host=config.host, heartbeat_seconds=config.heartbeat_seconds))
+        self.tracker = Tracker(RelaySettings(host=config.host, heartbeat_seconds=config.heartbeat_seconds,
+                                             poll_interval=config.poll_interval))
         self.spool = Spool(config.state_dir, config.spool_max_entries)
         self.history = History(config.history_path, config.history_max_bytes)
         self.sender = Sender(config, self.spool, token, self.stop)

@@ -31,12 +31,13 @@ class Simulated:
 
 
 def simulate(tmp: Path, scenario: str, *, days: float, poll: float, seed: int = 1, approve: str = "none",
-             name: str = "history.jsonl", **fleet: Any) -> Simulated:
+             name: str = "history.jsonl", change_only: bool = False, **fleet: Any) -> Simulated:
     engine = Engine(build_fleet(FleetSpec(**fleet)), sc.load(scenario), T0, seed=seed,
                     options=EngineOptions(record_served=False))
     path = tmp / name
     with open_output(str(path)) as out:
-        generate(engine, GenerateOptions(days=days, poll_interval_s=poll, approve=approve), out, seed=seed)
+        generate(engine, GenerateOptions(days=days, poll_interval_s=poll, approve=approve, change_only=change_only),
+                 out, seed=seed)
     domains = {vm.name: vm.fault_domain for vm in engine.fleet.vms}
     deleted = {state.vm.name: state.deleted_at for state in engine.vms.values() if state.deleted_at}
     return Simulated(path, [ev.summary() for ev in engine.events], domains, poll, T0 + timedelta(days=days), deleted)

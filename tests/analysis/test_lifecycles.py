@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import event_analysis as ea
-from tests.analysis.histories import (Simulated, approval, at, event, observation, parse, simulate,
+from tests.analysis.histories import (Simulated, approval, at, event, iso, observation, parse, simulate,
                                       write_lines)
 
 SLACK = timedelta(milliseconds=1)  # observed_at is written with millisecond precision
@@ -86,6 +86,47 @@ def test_intervals_contain_the_simulator_truth(tmp_path: Path, scenario: str, po
     sim = simulate(tmp_path, scenario, days=0.1, poll=poll, seed=seed, vms=6, fault_domains=3)
     lifecycles = ea.event_lifecycles(ea.load_history(sim.path))
     assert check_against_truth(sim, lifecycles) >= 1
+
+
+# ----------------------------------------------------------------- change-only histories (the event relay's)
+
+@pytest.mark.parametrize("scenario, poll, seed", [
+    ("platform-maintenance", 1.0, 11), ("hardware-failure", 1.0, 12), ("fleet-mix", 5.0, 13),
+])
+def test_a_change_only_history_gives_the_lifecycles_of_the_per_poll_one(tmp_path: Path, scenario: str, poll: float,
+                                                                          seed: int) -> None:
+    """The same run written both ways (same seed, same polls): every lifecycle column but the number of polls
+    must match for events that ended, and both must contain the truth."""
+    days = 2.0 if scenario == "fleet-mix" else 0.1
+    plain = simulate(tmp_path, scenario, days=days, poll=poll, seed=seed, vms=6, fault_domains=3, name="plain.jsonl")
+    relay = simulate(tmp_path, scenario, days=days, poll=poll, seed=seed, vms=6, fault_domains=3, name="relay.jsonl",
+                     change_only=True)
+    lines = [len(p.path.read_text().splitlines()) for p in (plain, relay)]
+    assert lines[1] * 5 < lines[0], f"change-only writes far fewer lines: {lines}"
+    frames = [ea.load_history(p.path) for p in (plain, relay)]
+    assert set(ea.report_of(frames[1]).resolution.values()) == {"change-only"}
+    assert set(ea.report_of(frames[0]).resolution.values()) == {"per-poll"}
+    by_poll, by_change = (ea.event_lifecycles(f).sort_values(["event_id", "vm"]).reset_index(drop=True) for f in frames)
+    assert check_against_truth(relay, by_change) >= 2
+    assert list(by_poll["event_id"]) == list(by_change["event_id"]) and list(by_poll["outcome"]) == list(by_change["outcome"])
+    # Still there when the history ends: a change-only history cannot know the polls after its last line.
+    done = (by_poll["outcome"] != "open").to_numpy()
+    pd.testing.assert_frame_equal(by_poll[done].drop(columns="polls"), by_change[done].drop(columns="polls"))
+
+
+def test_a_change_only_record_after_an_outage_bounds_the_silence(tmp_path: Path) -> None:
+    """The relay records the same document again when IMDS answers after failures: that is the silence."""
+    started = [event("R", "Started", ["vm0"])]
+    lines = [dict(observation(0, "vm0", [])),
+             dict(observation(100, "vm0", started), previous_observed_at=iso(at(99))),
+             dict(observation(160, "vm0", started), previous_observed_at=iso(at(130))),  # no answer (130, 160)
+             dict(observation(400, "vm0", []), previous_observed_at=iso(at(399)))]
+    frame = ea.load_history(write_lines(tmp_path / "relay.jsonl", lines))
+    (row,) = ea.event_lifecycles(frame).itertuples()
+    assert (row.started_after, row.started_seen) == (at(99), at(100)), "one poll wide"
+    assert (row.last_seen, row.gone_at) == (at(399), at(400))
+    assert row.poll_interval_s == 1 and row.impact_s_max == 30 and row.impact_s_min == 28
+    assert ea.report_of(frame).records == 4 and "1 host(s) change-only" in ea.report_of(frame).summary()
 
 
 def test_a_mixed_week_with_approvals(tmp_path: Path) -> None:

@@ -79,7 +79,7 @@ def test_quiet_means_no_event_lists_this_vm_and_no_saved_work(
     assert is_quiet(document, work, name) is quiet
 
 
-def test_failed_polls_record_nothing_the_first_is_pushed_at_once_and_heartbeats_say_imds_is_down() -> None:
+def test_failed_polls_record_nothing_the_first_is_pushed_at_once_and_the_answer_after_is_recorded() -> None:
     relay = tracker(heartbeat=5)
     relay.polled(T0, doc(1), False)
     steps = [relay.failed(T0 + s, "cannot reach IMDS", False) for s in range(1, 7)]
@@ -89,9 +89,11 @@ def test_failed_polls_record_nothing_the_first_is_pushed_at_once_and_heartbeats_
     assert beat["imds_ok"] is False and beat["imds_errors"] == 6 and beat["last_success_at"] == utc_iso(T0)
     assert beat["quiet"] is False, "regression: a VM whose IMDS is down was reported quiet"
     back = relay.polled(T0 + 7, doc(1), False)
-    assert back.record is None, "the same document after an outage is no change"
+    assert back.record is not None and back.record["previous_observed_at"] == utc_iso(T0), \
+        "the same document after an outage is recorded, so that the history shows the silence (T0, T0 + 7]"
     assert back.push is not None and back.push["imds_ok"] is True, "IMDS answering again is pushed at once too"
-    assert relay.polled(T0 + 8, doc(1), False).push is None
+    after = relay.polled(T0 + 8, doc(1), False)
+    assert after.push is None and after.record is None
 
 
 def test_a_push_says_whether_a_started_event_lists_this_vm() -> None:
