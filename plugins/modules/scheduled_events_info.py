@@ -251,10 +251,11 @@ transport:
   sample: module
 quiet:
   description:
-    - True when there is nothing to do in a maintenance cycle. That is a document with no events, and a saved
-      state with none either (none owed a recover) or no state file at all, so nothing to prepare, approve or
-      recover, and nothing to warn about.
-    - Never true without a document (an empty 200), nor with a corrupt state file, which a cycle then rewrites.
+    - True when there is nothing to do in a maintenance cycle. That is a document in which no event lists this
+      VM (every VM of a set sees the events of the others, which ask nothing of it), and a saved state with no
+      event either (none owed a recover) or no state file at all, so nothing to prepare, approve or recover.
+    - Never true without a document (an empty 200), without this VM's name (nothing can be matched to it), nor
+      with a corrupt state file, which a cycle then rewrites.
   returned: when O(state_path) is set
   type: bool
 waited:

@@ -44,6 +44,20 @@ def test_a_vm_without_events_or_state_file_is_quiet_and_says_nothing() -> None:
     assert result["quiet"] is True and result["state_status"] == "missing" and warnings == []
 
 
+def test_an_event_that_lists_other_vms_only_leaves_this_one_quiet() -> None:
+    others = dict(REBOOT, Resources=["vm1", "vm10"])  # vm0 is not vm10: exact names
+    result = run_info(params(), edges({"DocumentIncarnation": 2, "Events": [others]}, None, []))
+    assert result["quiet"] is True and result["events"] and result["events_for_this_vm"] == []
+    listed = run_info(params(), edges({"DocumentIncarnation": 2, "Events": [dict(others, Resources=["VM0"])]}, None, []))
+    assert listed["quiet"] is False, "an event that lists this VM (any case) is work"
+
+
+def test_a_vm_that_cannot_name_itself_is_never_quiet() -> None:
+    result = run_info(params(include_instance=False), edges({"DocumentIncarnation": 2, "Events": [
+        dict(REBOOT, Resources=["vm1"])]}, None, []))
+    assert result["this_vm"].get("name") is None and result["quiet"] is False, "nothing can be matched to it"
+
+
 def test_a_corrupt_state_is_never_quiet_and_warns() -> None:
     warnings: List[str] = []
     result = run_info(params(), edges({"DocumentIncarnation": 1, "Events": []}, "{not json", warnings))
