@@ -83,6 +83,7 @@ notebooks: $(STAMP)
 # load_history + event_lifecycles vs a plain parse of the same 1,000,000-observation file.
 bench-analysis: $(STAMP)
 	$(PY) tools/bench_analysis.py --observations 1000000 --rounds 3
+	$(PY) tools/bench_analysis.py --change-only --busier 40 --observations 3000000 --rounds 3
 
 # Quiet-path cost of a cycle vs one ansible.builtin.uri GET per host (100 hosts; minutes).
 bench-cycle: $(STAMP)

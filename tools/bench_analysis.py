@@ -1,9 +1,12 @@
 """Benchmark: load_history + event_lifecycles vs a plain parse of the same file, side by side.
 
     python tools/bench_analysis.py [--observations 1000000] [--rounds 3] [--pandas-json]
+    python tools/bench_analysis.py --change-only --busier 40 [--observations 3000000]
 
 Generates a fleet-mix history with the simulator's offline mode (12 VMs, 10 s polls, as
-many days as it takes), then times, alternating in each round:
+many days as it takes; --change-only writes it as the event relay does, a line per change,
+from that many polls, with fleet-mix's rates times --busier so that there are changes to
+read), then times, alternating in each round:
   * parse:  pyarrow's JSON reader with the schema given -> pandas DataFrame (the fastest
             plain "file into a DataFrame" there is; without the schema Arrow cannot even
             type the empty `events` arrays);
@@ -37,16 +40,20 @@ from imds_simulator import scenario as sc  # noqa: E402
 from imds_simulator.engine import Engine, EngineOptions  # noqa: E402
 from imds_simulator.fleet import FleetSpec, build_fleet  # noqa: E402
 from imds_simulator.offline import GenerateOptions, generate, open_output  # noqa: E402
+from tools.soak import busier_fleet_mix  # noqa: E402
 
 VMS, POLL_S = 12, 10.0
 
 
-def make_history(path: Path, observations: int) -> int:
-    days = observations / (VMS * 86400 / POLL_S)
-    engine = Engine(build_fleet(FleetSpec(vms=VMS, fault_domains=3)), sc.load("fleet-mix"),
+def make_history(path: Path, polls: int, change_only: bool = False, busier: float = 1.0) -> int:
+    """A history of `polls` polls (lines written: all of them, or the changes only); returns the lines."""
+    days = polls / (VMS * 86400 / POLL_S)
+    scenario = busier_fleet_mix(busier) if busier != 1.0 else sc.load("fleet-mix")
+    engine = Engine(build_fleet(FleetSpec(vms=VMS, fault_domains=3)), scenario,
                     datetime(2026, 1, 5, tzinfo=timezone.utc), seed=7, options=EngineOptions(record_served=False))
+    options = GenerateOptions(days=days, poll_interval_s=POLL_S, approve="user", change_only=change_only)
     with open_output(str(path)) as out:
-        stats = generate(engine, GenerateOptions(days=days, poll_interval_s=POLL_S, approve="user"), out, seed=7)
+        stats = generate(engine, options, out, seed=7)
     return stats.observations
 
 
@@ -77,16 +84,21 @@ def main() -> int:
     parser.add_argument("--observations", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pandas-json", action="store_true", help="also time pandas.read_json (slow)")
+    parser.add_argument("--change-only", action="store_true",
+                        help="a change-only history (the relay's): --observations polls, a line per change")
+    parser.add_argument("--busier", type=float, default=1.0, help="multiply fleet-mix's per-day rates")
     args = parser.parse_args()
     warnings.simplefilter("ignore", ea.HistoryWarning)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "history.jsonl"
-        count = make_history(path, args.observations)
+        count = make_history(path, args.observations, args.change_only, args.busier)
         size_mb = path.stat().st_size / 1e6
         times = run(path, args.rounds, args.pandas_json)
     medians = {name: statistics.median(values) for name, values in times.items()}
-    print(f"history: {count} observations, {size_mb:.0f} MB, fleet-mix, {VMS} VMs, {POLL_S:g} s polls; "
-          f"median of {args.rounds} alternating rounds")
+    kind = (f"change-only ({args.observations} polls, a line per change)" if args.change_only
+            else "per-poll")
+    print(f"history: {count} observations, {size_mb:.0f} MB, {kind}, fleet-mix x{args.busier:g}, {VMS} VMs, "
+          f"{POLL_S:g} s polls; median of {args.rounds} alternating rounds")
     for name, seconds in medians.items():
         print(f"  {name:18} {seconds:8.3f} s   (runs: {', '.join(f'{t:.3f}' for t in times[name])})")
     ratio = medians["ours"] / medians["parse"]
