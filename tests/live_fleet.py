@@ -59,6 +59,11 @@ class LiveFleet:
         with self.sim.lock:
             self.engine.cancel(event_id, self.sim.clock.now())
 
+    def load(self, scenario: sc.Scenario) -> None:
+        """A whole scenario, its times counted from now (a soak starts its stream once the fleet is up)."""
+        with self.sim.lock:
+            self.engine.load(scenario, self.sim.clock.now())
+
     def stop_arrivals(self) -> int:
         """No new random arrivals from now on; what is under way goes on."""
         with self.sim.lock:

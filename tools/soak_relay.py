@@ -163,13 +163,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         raise SystemExit("ansible-rulebook needs Java 17+: apt-get install openjdk-17-jre-headless")
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     collections = environment(WORK)
-    fleet = LiveFleet(busier_fleet_mix(args.busier), time_scale=1.0, seed=args.seed, rate_limit=5.0,
+    # The stream starts once the relays and the rulebook are up (a busy stream never lets the start-up settle).
+    fleet = LiveFleet(None, time_scale=1.0, seed=args.seed, rate_limit=5.0,
                       fleet=FleetSpec(kind="availability_set", name="avset-soak", vms=args.vms, fault_domains=3))
     run = RelayFleet(WORK / "run", fleet, collections, timing.wait_for)
     samples = Samples(run)
     try:
         run.start()
         print(f"Relay soak: {args.vms} VMs, {args.minutes:g} minutes; rulebook log in {run.log}", flush=True)
+        fleet.load(busier_fleet_mix(args.busier))
         started, cpu0 = time.time(), run.controller_cpu()
         samples.start()
         while time.time() - started < args.minutes * 60:
