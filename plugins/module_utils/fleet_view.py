@@ -104,7 +104,9 @@ class FleetView:
             entry.document = key
         self.hosts[host] = entry
         self.stale_noted.discard(host)
-        if news and not entry.quiet:
+        # A host gone away (IMDS not answering, or inside a Started event) is news for no cycle: any cycle would
+        # leave it alone. It still has work, so every cycle counts it busy; coming back is the news.
+        if news and not entry.quiet and not entry.away:
             self.pending.add(host)
         return True
 
@@ -150,7 +152,7 @@ class FleetView:
         if self.running:
             if not (news or stale) or len(self.running) >= self.settings.max_parallel_runs:
                 return None
-        elif not news and not stale and not self._rerun_due(work, now):
+        elif not news and not stale and not self._rerun_due(work - set(self.leave_alone(sorted(work), now)), now):
             return None
         self.stale_noted |= stale
         self.runs += 1

@@ -7,6 +7,9 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import List
+
+import pytest
 
 import event_analysis as ea
 from tools.make_sample_history import NAME, make
@@ -37,11 +40,12 @@ def test_the_sample_holds_what_the_notebooks_promise() -> None:
     assert lifecycles["approved"].any()
 
 
-def test_the_benchmark_reports_both_times_and_the_ratio() -> None:
-    run = subprocess.run([sys.executable, "tools/bench_analysis.py", "--observations", "20000", "--rounds", "1"],
+@pytest.mark.parametrize("kind", [[], ["--change-only", "--busier", "40"]], ids=["per-poll", "change-only"])
+def test_the_benchmark_reports_both_times_and_the_ratio(kind: List[str]) -> None:
+    run = subprocess.run([sys.executable, "tools/bench_analysis.py", "--observations", "20000", "--rounds", "1", *kind],
                          cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
     assert run.returncode == 0, run.stderr
-    assert re.search(r"history: \d+ observations", run.stdout)
+    assert re.search(r"history: \d+ observations, \d+ MB, " + ("change-only" if kind else "per-poll"), run.stdout)
     times = dict(re.findall(r"^\s+(parse|arrow|ours)\s+([\d.]+) s", run.stdout, re.M))
     ratio = float(re.search(r"ratio ours / parse = ([\d.]+)", run.stdout).group(1))
     assert set(times) == {"parse", "arrow", "ours"}

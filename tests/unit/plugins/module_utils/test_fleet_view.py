@@ -171,10 +171,18 @@ def test_an_expected_host_never_heard_from_is_in_every_run_and_starts_one_once_s
     assert fleet.knows("vm1") and not fleet.knows("vm9")
 
 
-def test_a_vm_whose_imds_does_not_answer_is_not_quiet() -> None:
-    fleet = view()
+def test_a_vm_whose_imds_does_not_answer_is_busy_in_every_cycle_and_starts_none_until_it_answers() -> None:
+    fleet = view(rerun_seconds=60, stale_seconds=1000)
     fleet.accept(dict(push("vm2", 2, quiet=True, relay_id="vm2"), imds_ok=False), T0 + 1)
-    assert fleet.next_run(T0 + 1).hosts == ["vm2"]
+    assert fleet.with_work(T0 + 1) == ["vm2"], "not quiet: what cannot be seen counts as busy"
+    assert fleet.next_run(T0 + 1) is None and fleet.next_run(T0 + 120) is None, \
+        "regression: every VM whose IMDS stalled started a cycle that could only leave it alone"
+    fleet.accept(push("vm0", 2, "change", quiet=False, incarnation=2, events=[REBOOT], relay_id="vm0"), T0 + 121)
+    run = fleet.next_run(T0 + 121)
+    assert run.hosts == ["vm0", "vm2"] and run.leave_alone == ["vm2"], "in another cycle it is busy, not contacted"
+    fleet.done(run.number)
+    fleet.accept(dict(push("vm2", 3, quiet=True, relay_id="vm2"), imds_ok=True), T0 + 122)
+    assert fleet.next_run(T0 + 122) is None, "back and quiet: nothing to do"
 
 
 def test_while_a_host_has_work_a_cycle_runs_every_rerun_seconds_without_news() -> None:
