@@ -16,13 +16,9 @@ import numpy as np
 import pandas as pd
 
 from event_analysis.schema import OBSERVATION
+from event_analysis.timestamps import UNKNOWN_NS, nanoseconds
 
 CHANGE_ONLY, PER_POLL = "change-only", "per-poll"
-_NAT = np.iinfo(np.int64).min
-
-
-def _ns(times: pd.Series) -> np.ndarray:
-    return times.dt.as_unit("ns").array.asi8
 
 
 def reconstruct_polls(frame: pd.DataFrame) -> pd.DataFrame:
@@ -31,14 +27,14 @@ def reconstruct_polls(frame: pd.DataFrame) -> pd.DataFrame:
         return frame
     rows = np.flatnonzero((frame["record"] == OBSERVATION).to_numpy())
     host = pd.factorize(frame["host"].to_numpy()[rows])[0]
-    time = _ns(frame["observed_at"].iloc[rows])
+    time = nanoseconds(frame["observed_at"].iloc[rows])
     starts = np.flatnonzero(np.r_[True, (host[1:] != host[:-1]) | (time[1:] != time[:-1])])
     ends = np.r_[starts[1:], len(rows)]
     rec_host, rec_time = host[starts], time[starts]
-    rec_prev = _ns(frame["previous_observed_at"].iloc[rows[starts]])
+    rec_prev = nanoseconds(frame["previous_observed_at"].iloc[rows[starts]])
     follows = np.r_[False, rec_host[1:] == rec_host[:-1]]
-    before = np.r_[_NAT, rec_time[:-1]]
-    need = np.flatnonzero(follows & (rec_prev != _NAT) & (rec_prev > before) & (rec_prev < rec_time))
+    before = np.r_[UNKNOWN_NS, rec_time[:-1]]
+    need = np.flatnonzero(follows & (rec_prev != UNKNOWN_NS) & (rec_prev > before) & (rec_prev < rec_time))
     if not len(need):
         return frame
     source = need - 1  # the host's previous record: the document that poll still saw

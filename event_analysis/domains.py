@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from event_analysis.lifecycles import nanoseconds
+from event_analysis.timestamps import nanoseconds
 
 CERTAIN, POSSIBLE = "certain", "possible"
 _DOMAINS = ("fault_domain", "update_domain")

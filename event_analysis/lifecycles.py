@@ -15,6 +15,7 @@ import pandas as pd
 
 from event_analysis.history import report_of
 from event_analysis.schema import APPROVAL, OBSERVATION
+from event_analysis.timestamps import nanoseconds
 
 COMPLETED, CANCELLED, OPEN = "completed", "cancelled", "open"
 OUTCOMES = (COMPLETED, CANCELLED, OPEN)
@@ -28,11 +29,6 @@ LIFECYCLE_COLUMNS = (
     "started_to_gone_s_min", "started_to_gone_s_max", "poll_interval_s", "impact_s_min", "impact_s_max",
     "approved", "approved_at", "approved_by",
 )
-
-
-def nanoseconds(times: pd.Series) -> np.ndarray:
-    """UTC timestamps as int64 nanoseconds since the epoch (NaT = min int64), without a Python loop."""
-    return times.dt.as_unit("ns").array.asi8
 
 
 class _Polls:
