@@ -26,12 +26,12 @@ def _guard(func, *args, **kwargs):
 
 
 def _host_input(hostvars, host, remembered):
-    """What the plan needs of one host: this run's read, its lock, its availability set, its last known VM (from
+    """What the plan needs of one host: this run's read and the lock taken with it, its availability set, its last known VM (from
     an earlier round of a watch, else from the control node's memory, vm_memory)."""
     variables = hostvars[host]
-    lock = variables.get("maintenance_cycle_lock")
-    return {"result": variables.get("maintenance_cycle_query"),
-            "lock": lock.get("lock") if isinstance(lock, dict) else None,
+    result = variables.get("maintenance_cycle_query")
+    return {"result": result,
+            "lock": result.get("lock") if isinstance(result, dict) else None,
             "availability_set": variables.get("maintenance_cycle_availability_set") or "",
             "last_vm": variables.get("maintenance_cycle_last_vm") or remembered.get(host),
             "left_alone": variables.get("maintenance_cycle_left_alone") is True}

@@ -27,12 +27,20 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module
 )
 
 
-def argument_spec():
+def read_argument_spec():
+    """The options of a plain read (scheduled_events_claim's too)."""
     spec = dict(IMDS_ARGUMENT_SPEC)
     spec.update(
         include_instance=dict(type="bool", default=True),
         previous=dict(type="raw"),
         state_path=dict(type="path"),
+    )
+    return spec
+
+
+def argument_spec():
+    spec = read_argument_spec()
+    spec.update(
         wait_for_change=dict(type="bool", default=False),
         since_incarnation=dict(type="int"),
         wait_timeout=dict(type="float", default=300.0),
@@ -99,7 +107,7 @@ def observe(params, edges):
 def _read_events(params, edges, client, facts, name, previous, previous_incarnation, previous_events, state,
                  state_status):
     result = dict(changed=False)
-    if params["wait_for_change"]:
+    if params.get("wait_for_change"):
         since = params["since_incarnation"]
         if since is None:
             since = previous_incarnation

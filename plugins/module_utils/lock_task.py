@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """scheduled_events_lock's behaviour, independent of where it runs (see module_support).
 
-The only task that writes the VM's lease lock: scheduled_events_info only reads, and
-scheduled_events_approve only POSTs.
+With scheduled_events_claim (the lock taken with the read a cycle plans from), the only tasks that write the
+VM's lease lock: scheduled_events_info only reads, and scheduled_events_approve only POSTs.
 """
 
 from __future__ import absolute_import, division, print_function

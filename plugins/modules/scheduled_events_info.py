@@ -284,24 +284,10 @@ raw:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.info_task import argument_spec, run_info
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import (
-    StateUnreadable,
-    run_module,
-)
-
-
-def read_text(path):
-    """The state file's text; None when there is none (a first cycle)."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StateUnreadable(to_native(exc))
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import run_module
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.state_reader import read_text
 
 
 def main():

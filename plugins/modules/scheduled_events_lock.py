@@ -15,9 +15,10 @@ version_added: 0.1.0
 description:
   - A maintenance run holds a lease lock on each VM it works on, so that two runs (an AWX job without
     C(allow_simultaneous=false), a cron overlap, a second controller) never prepare, approve or save state on
-    one VM at once. The C(maintenance_cycle) role takes it (V(held)) before the read it plans from, renews it
-    (V(renewed)) before it saves, approves or recovers, and releases it (V(released)) at the end of the run.
-    This is the only task that writes the lock; M(azure_imds.scheduled_events.scheduled_events_info) only reads.
+    one VM at once. The C(maintenance_cycle) role takes it with the read it plans from
+    (M(azure_imds.scheduled_events.scheduled_events_claim), one task), renews it (V(renewed)) before it saves,
+    approves or recovers, and releases it (V(released)) at the end of the run. V(held) takes it on its own.
+    M(azure_imds.scheduled_events.scheduled_events_info) only reads.
   - The lock is a JSON file (owner, acquired_at, expires_at). Every check and write happens under an exclusive
     C(flock) on C(<path>.guard), waited for at most 30 seconds, so two runs can never both take a free or
     expired lock, and a stuck process cannot hang every later run.

@@ -14,6 +14,7 @@ ANSIBLE_DOC = str(Path(sys.executable).parent / "ansible-doc")
 @pytest.mark.parametrize("module, must_mention", [
     ("scheduled_events_info", ["wait_for_change", "affects_this_vm", "imds_url", "first_call_timeout"]),
     ("scheduled_events_approve", ["expected_incarnation", "force", "already_started", "imds_url", "planned"]),
+    ("scheduled_events_claim", ["lease_seconds", "held_by", "quiet", "imds_url", "given back"]),
     ("scheduled_events_lock", ["renewed", "released", "held_by", "lease_seconds", "changed"]),
     ("scheduled_events_state", ["content", "atomically", "0600"]),
     ("controller_lock", ["pid", "released", "localhost"]),

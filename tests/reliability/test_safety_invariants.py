@@ -97,7 +97,7 @@ class FleetRun:
     def cycle(self, at: datetime) -> None:
         self.cycles += 1
         reads = {vm: self.read(vm, at) for vm in self.vms()}
-        quiet = {vm for vm, r in reads.items() if "events" in r and self.quiet(r)}  # read.yml ends them
+        quiet = {vm for vm, r in reads.items() if "events" in r and self.quiet(r)}  # the cycle ends them after their read
         if len(quiet) == len(reads):
             return
         plan = plan_cycle({vm: {"result": r, "availability_set": self.engine.vm_state(vm).vm.availability_set,
