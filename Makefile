@@ -85,9 +85,13 @@ bench-analysis: $(STAMP)
 	$(PY) tools/bench_analysis.py --observations 1000000 --rounds 3
 	$(PY) tools/bench_analysis.py --change-only --busier 40 --observations 3000000 --rounds 3
 
-# Quiet-path cost of a cycle vs one ansible.builtin.uri GET per host (100 hosts; minutes).
+# Quiet-path cost of a cycle vs one ansible.builtin.uri GET per host (100 hosts; minutes), then a cycle over
+# 200 VMs with one fault domain in maintenance, this checkout vs BENCH_BASELINE (before scheduled_events_claim
+# and the lock folded into the saves; about 15 minutes).
+BENCH_BASELINE ?= 821289b
 bench-cycle: $(STAMP)
 	$(PY) tools/bench_quiet_cycle.py --hosts 100 --rounds 3
+	$(PY) tools/bench_busy_cycle.py --hosts 200 --rounds 3 --baseline $(BENCH_BASELINE)
 
 # Event-driven reaction (relays + ansible-rulebook) at 50 and 200 simulated VMs, and the watch playbook on
 # the same 50 VMs, in one run; figures to docs/benchmarks.md (about 20 minutes; needs Java 17+).

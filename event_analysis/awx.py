@@ -20,7 +20,6 @@ import pandas as pd
 from event_analysis.history import HistoryError, load_records
 
 RESULT_EVENTS = ("runner_on_ok", "runner_on_failed", "runner_item_on_ok", "runner_item_on_failed", "runner_retry")
-INFO, APPROVE = "scheduled_events_info", "scheduled_events_approve"
 _RECORDS_FILE = Path(__file__).resolve().parent.parent / "plugins" / "module_utils" / "history_records.py"
 
 
@@ -62,11 +61,11 @@ def records_from_job_events(events: Iterable[Dict[str, Any]]) -> List[Dict[str, 
             continue  # a loop's summary: its items came as runner_item_* events
         action = str(data.get("resolved_action") or data.get("task_action") or "").rsplit(".", 1)[-1]
         host = data.get("host") or job_event.get("host_name") or "unknown"
-        if action == INFO and not result.get("skipped") and builders.is_completed_read(result):
+        if action in builders.READ_MODULES and not result.get("skipped") and builders.is_completed_read(result):
             record = builders.observation(host, result)
             vms[host] = record["vm"]
             records.append(record)
-        elif action == APPROVE and not result.get("skipped") and not result.get("check_mode"):
+        elif action == builders.APPROVE_MODULE and not result.get("skipped") and not result.get("check_mode"):
             record = builders.approval(host, result, vms.get(host), observed_at=_utc(job_event.get("created")))
             if record is not None:
                 records.append(record)

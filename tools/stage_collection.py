@@ -19,13 +19,14 @@ CONTENT = ("galaxy.yml", "README.md", "CHANGELOG.md", "meta", "plugins", "roles"
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
 
 
-def stage(dest: Path) -> Path:
+def stage(dest: Path, source_root: Path = REPO) -> Path:
+    """The collection from `source_root` (this checkout, or e.g. an older commit unpacked by a benchmark)."""
     target = dest / "ansible_collections" / "azure_imds" / "scheduled_events"
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
     for name in CONTENT:
-        source = REPO / name
+        source = source_root / name
         if source.is_dir():
             shutil.copytree(source, target / name, ignore=IGNORE)
         elif source.is_file():

@@ -11,8 +11,8 @@ type: notification
 short_description: Append every Scheduled Events observation and approval to a history file
 version_added: 0.1.0
 description:
-  - Captures on the control node every document read by M(azure_imds.scheduled_events.scheduled_events_info)
-    (each host, each loop item, each C(until) attempt) and every approval sent by
+  - Captures on the control node every document read by M(azure_imds.scheduled_events.scheduled_events_info) or
+    M(azure_imds.scheduled_events.scheduled_events_claim) (each host, each loop item, each C(until) attempt) and every approval sent by
     M(azure_imds.scheduled_events.scheduled_events_approve), and appends them to a JSON-lines history file in
     the collection's observation schema (C(docs/observation-schema.md) in the source repository).
   - It only reads task results. It adds no task and sends no request to any VM.
@@ -71,10 +71,8 @@ import time
 from ansible import context
 from ansible.plugins.callback import CallbackBase
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.history_records import (
-    approval, is_completed_read, observation, record_line)
+    APPROVE_MODULE, READ_MODULES, approval, is_completed_read, observation, record_line)
 
-INFO = "scheduled_events_info"
-APPROVE = "scheduled_events_approve"
 DEFAULT_PATH = "~/.ansible/scheduled_events/history.jsonl"
 LOCK_TIMEOUT_S = 10.0
 NO_FLOCK_ERRNOS = frozenset(code for code in (getattr(errno, name, None) for name in ("ENOLCK", "EOPNOTSUPP", "ENOTSUP", "EINVAL"))
@@ -184,10 +182,10 @@ class CallbackModule(CallbackBase):
         task = _attr(result, "task", "_task")
         fields = _attr(result, "task_fields", "_task_fields") or {}
         short = _action(task, fields).rsplit(".", 1)[-1]
-        if short not in (INFO, APPROVE):
+        if short not in READ_MODULES and short != APPROVE_MODULE:
             return None
         host = _who_polled(result, fields)
-        if short == INFO:
+        if short in READ_MODULES:
             if data.get("skipped") or not is_completed_read(data):
                 return None
             record = observation(host, data)

@@ -206,7 +206,8 @@ def plan_cycle(hosts, policy=None, now=None):
         affected = any(host in a["hosts"] for a in approvals.values())
         plan[host]["saves"] = view["status"] == FRESH and view["holds_vm"]
         plan[host]["save_first"] = plan[host]["saves"] and (bool(plan[host]["prepare"]) or _news(view))
-        plan[host]["renew"] = bool(plan[host]["save_first"] or plan[host]["recover"] or affected)
+        # A renew of its own before approve/recover, where no first save renews the lock in its call already.
+        plan[host]["renew"] = not plan[host]["save_first"] and bool(plan[host]["recover"] or affected)
     return {"hosts": plan, "approvals": approvals, "admissions": dict((e["event_id"], admitted[e["event_id"].upper()])
                                                                       for e, _hosts in events),
             "fault_domains_in_maintenance": sorted(busy), "notes": _notes(views, plan)}

@@ -15,6 +15,10 @@ import json
 import re
 from datetime import datetime, timezone
 
+# The modules whose results are history records (by short name): a read, plain or a cycle's (under its lock).
+READ_MODULES = ("scheduled_events_info", "scheduled_events_claim")
+APPROVE_MODULE = "scheduled_events_approve"
+
 UTC_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")
 
 

@@ -42,8 +42,24 @@ options:
     description: The state, as JSON text (the output of the P(azure_imds.scheduled_events.cycle_state#filter) filter).
     type: str
     required: true
+  lock_owner:
+    description:
+      - The maintenance run that holds the VM's lease lock (C(<path>.lock), taken by
+        M(azure_imds.scheduled_events.scheduled_events_claim)). The lock is renewed before the state is written,
+        under the lock's own guard, so a run whose lease ran out and was taken over by another fails here and
+        writes nothing.
+    type: str
+  lease_seconds:
+    description: The renewed lease, in seconds (at most 86400), with O(lock_owner).
+    type: float
+    default: 900
+  release_lock:
+    description: Release the lock after saving (the last save of a cycle), in the same step. Needs O(lock_owner).
+    type: bool
+    default: false
 notes:
-  - C(changed) only when the file's content changes; a cycle with nothing new writes nothing.
+  - C(changed) only when the file's content changes; a cycle with nothing new writes nothing. Renewing or
+    releasing the run's own lock is the run's bookkeeping, not a change.
 seealso:
   - module: azure_imds.scheduled_events.scheduled_events_info
 """
@@ -61,17 +77,35 @@ path:
   returned: always
   type: str
   sample: /home/azureuser/.ansible/azure_imds_scheduled_events/state.json
+lock:
+  description: This run's lease lock after the save.
+  returned: when O(lock_owner) is set
+  type: dict
+  contains:
+    path:
+      description: The lock file, C(<path>.lock).
+      type: str
+    owner:
+      description: O(lock_owner).
+      type: str
+    taken:
+      description: Whether this run still holds the lock (false once released, and in check mode).
+      type: bool
+    released:
+      description: Whether the lock was released (O(release_lock)).
+      type: bool
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_file import update_under_guard
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import run_module
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.state_file import argument_spec, run_save
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    run_module(module, run_save)
+    run_module(module, run_save, dict(update_lock=update_under_guard))
 
 
 if __name__ == "__main__":

@@ -122,7 +122,7 @@ def test_the_cycle_job_runs_under_ansible_runner_and_its_events_rebuild_the_hist
     assert job.result == (0, "successful")
     events = job.events("cycle")
     reads = [e for e in events if e["event"] == "runner_on_ok"
-             and e["event_data"].get("resolved_action", "").endswith("scheduled_events_info")]
+             and e["event_data"].get("resolved_action", "").endswith("scheduled_events_claim")]  # the cycle's reads
     assert {e["event_data"]["host"] for e in reads} == set(job.fleet.vms)
     assert any(e["event"] == "playbook_on_stats" for e in events)
     approvals = job.fleet.approvals()

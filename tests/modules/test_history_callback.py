@@ -195,6 +195,17 @@ def test_short_action_names_are_captured(tmp_path: Path, fleet: LiveFleet) -> No
     assert [r["host"] for r in read_history(path).records] == ["avset-web-vm5"]
 
 
+def test_a_cycles_read_under_its_lock_is_an_observation_too(tmp_path: Path, fleet: LiveFleet) -> None:
+    path = tmp_path / "history.jsonl"
+    claim = {f"{FQCN}.scheduled_events_claim": {"imds_url": "{{ imds_url }}", "owner": "run a",
+                                                "state_path": str(tmp_path / "{{ inventory_hostname }}.json")}}
+    run = play(tmp_path, fleet, [("claim", claim)], hosts=["avset-web-vm1"], env=capture_env(path))
+    assert run.returncode == 0, run.stdout
+    (line,) = read_history(path).records
+    assert line["host"] == "avset-web-vm1" and line["observed_at"] == run.of("avset-web-vm1", "claim")["observed_at"]
+    assert "lock" not in line, "the run's lock is not part of the observation schema"
+
+
 def test_nothing_is_written_when_the_callback_is_not_enabled(tmp_path: Path, fleet: LiveFleet,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANSIBLE_CALLBACKS_ENABLED", raising=False)

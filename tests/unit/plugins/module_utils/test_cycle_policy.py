@@ -406,10 +406,19 @@ def test_an_event_that_now_lists_the_host_is_saved_before_anything_is_approved()
     before = event("E1", ["vm1"])
     widened = dict(before, resources=["vm1", "vm0"])  # vm0 added to Resources since the last save
     p = plan({"vm0": result("vm0", 0, [widened], saved([before])), "vm1": result("vm1", 0, [widened], saved([before]))})
-    assert p["hosts"]["vm0"]["save_first"] is True and p["hosts"]["vm0"]["renew"] is True
+    assert p["hosts"]["vm0"]["save_first"] is True
+    assert p["hosts"]["vm0"]["renew"] is False, "the first save renews the lock in its own call"
     known = saved([widened], prepared=["E1"], approved=["E1"])  # nothing new, nothing to prepare
     quiet = plan({"vm0": result("vm0", 0, [widened], known), "vm1": result("vm1", 0, [widened], known)})
     assert quiet["hosts"]["vm0"]["save_first"] is False
+
+
+def test_a_host_an_approval_affects_renews_its_lock_where_no_first_save_does() -> None:
+    known = event("E1", ["vm0"])
+    prepared = saved([known], prepared=["E1"])  # seen and prepared by an earlier cycle: nothing new now
+    p = plan({"vm0": result("vm0", 0, [known], prepared)}, {"approve_prepared_events": True, "prepare_configured": True})
+    assert p["approvals"][IDS["E1"]]["hosts"] == ["vm0"], "E1 is approved now"
+    assert p["hosts"]["vm0"]["save_first"] is False and p["hosts"]["vm0"]["renew"] is True
 
 
 def test_no_other_event_joins_the_fault_domains_of_an_event_that_spans_beyond_the_limit() -> None:

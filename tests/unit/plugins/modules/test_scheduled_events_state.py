@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 import stat
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Dict
 
 import pytest
 
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_lock import lock_text
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import empty_state, state_text
 from ansible_collections.azure_imds.scheduled_events.plugins.modules import scheduled_events_state
 
@@ -63,3 +65,40 @@ def test_an_unwritable_place_is_one_sentence(tmp_path: Path) -> None:
     blocker.write_text("")
     result = save(blocker / "state.json", state_text(STATE))
     assert result["failed"] and result["msg"].startswith("cannot save the state file ") and "Traceback" not in result["msg"]
+
+
+def save_locked(path: Path, owner: str, release: bool = False) -> Dict[str, Any]:
+    args = {"path": str(path), "content": state_text(STATE), "lock_owner": owner, "lease_seconds": 600,
+            "release_lock": release}
+    return run(scheduled_events_state, args)
+
+
+def test_a_save_under_the_runs_lock_renews_it_and_the_last_save_releases_it(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    lock = Path(str(path) + ".lock")
+    lock.write_text(lock_text("run a", datetime.now(timezone.utc) - timedelta(seconds=500), 600))
+    renewed = save_locked(path, "run a")
+    assert renewed["failed"] is False and json.loads(path.read_text()) == STATE and renewed["lock"]["taken"]
+    expires = datetime.strptime(json.loads(lock.read_text())["expires_at"], "%Y-%m-%dT%H:%M:%SZ")
+    assert expires.replace(tzinfo=timezone.utc) > datetime.now(timezone.utc) + timedelta(seconds=500), "renewed"
+    last = save_locked(path, "run a", release=True)
+    assert last["changed"] is False and last["lock"]["released"] and not lock.exists()
+
+
+@pytest.mark.parametrize("holder", [None, "run b"])
+def test_a_run_whose_lock_is_gone_or_taken_over_saves_nothing(tmp_path: Path, holder: Any) -> None:
+    path = tmp_path / "state.json"
+    lock = Path(str(path) + ".lock")
+    if holder:
+        lock.write_text(lock_text(holder, datetime.now(timezone.utc), 600))
+    result = save_locked(path, "run a", release=True)
+    assert result["failed"] and "nothing was done" in result["msg"] and "Traceback" not in result["msg"]
+    assert not path.exists(), "a run that lost the VM must not write its state"
+    assert (json.loads(lock.read_text())["owner"] == holder) if holder else not lock.exists()
+
+
+def test_release_lock_without_an_owner_fails_in_one_sentence(tmp_path: Path) -> None:
+    result = run(scheduled_events_state, {"path": str(tmp_path / "s.json"), "content": state_text(STATE),
+                                          "release_lock": True})
+    assert result["failed"] and "release_lock needs lock_owner" in result["msg"]
+    assert list(tmp_path.iterdir()) == []
