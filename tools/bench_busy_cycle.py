@@ -59,7 +59,7 @@ def one_cycle(collections: Path, work: Path, hosts: int, forks: int) -> Tuple[fl
         bench = CycleBench(fleet, work)
         cpu0, started = children_cpu(), time.perf_counter()
         run = bench.run(forks=forks, extra={"maintenance_cycle_approve_prepared_events": False}, timeout=3600,
-                        env={"ANSIBLE_COLLECTIONS_PATH": str(collections), "ANSIBLE_NOCOLOR": "1"})
+                        env={"ANSIBLE_COLLECTIONS_PATH": str(collections)})
         wall, cpu = time.perf_counter() - started, children_cpu() - cpu0
         if run.returncode != 0 or run.failed_hosts():
             raise SystemExit(f"the cycle failed (rc {run.returncode}, failed hosts {run.failed_hosts()[:5]}):\n"
