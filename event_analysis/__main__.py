@@ -1,4 +1,9 @@
-"""Command line: `python -m event_analysis {summary,to-parquet}`."""
+"""Command line: `python -m event_analysis {summary,to-parquet}`.
+
+`summary` answers the notebooks' first questions without Jupyter: which history it read, the lifecycles by
+outcome, notice per event type against the documented minimum, durations, and the fault-domain walk of each
+set with its overlap verdict.
+"""
 from __future__ import annotations
 
 import argparse
@@ -6,7 +11,33 @@ import sys
 import warnings
 from typing import List, Optional
 
+import pandas as pd
+
 import event_analysis as ea
+
+
+def summary_of(sources: List[str]) -> str:
+    """The summary command's text (see the module docstring)."""
+    import event_analysis.plots as plots  # matplotlib only for the summary, not for to-parquet
+
+    frame = ea.load_history(sources)
+    report = ea.report_of(frame)
+    lines = [plots.describe(frame)]
+    lines += [f"  {e.file}:{e.line}: {e.reason}: {e.text}" for e in report.examples]
+    lifecycles = ea.event_lifecycles(frame)
+    counts = lifecycles["outcome"].value_counts()
+    lines.append(f"{len(lifecycles)} event lifecycles: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
+    if lifecycles.empty:
+        return "\n".join(lines)
+    with pd.option_context("display.width", 160, "display.max_columns", 30):
+        lines += ["", "Notice per event type, seconds, against the documented minimum (verdict counts):",
+                  ea.notice_summary(ea.notice_check(lifecycles)).to_string(),
+                  "", "Durations per event type, seconds (declared, observed impact, Started to gone):",
+                  plots.duration_summary(lifecycles).to_string()]
+    windows = ea.fault_domain_windows(lifecycles)
+    lines += ["", "Fault-domain walk: " + (ea.walk_order(windows) or "(no platform maintenance window)"),
+              plots.overlap_sentence(plots.overlaps_of(lifecycles), windows)]
+    return "\n".join(lines)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -15,7 +46,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     convert = sub.add_parser("to-parquet", help="convert JSON lines histories (.jsonl, .gz, globs) to one Parquet file")
     convert.add_argument("source", nargs="+")
     convert.add_argument("destination")
-    summary = sub.add_parser("summary", help="what a history holds: records, bad lines, lifecycles by outcome")
+    summary = sub.add_parser("summary", help="what a history holds and the notebooks' first answers: notice, durations, walk")
     summary.add_argument("source", nargs="+")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore", ea.HistoryWarning)  # the report below says it
@@ -24,13 +55,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             report = ea.to_parquet(args.source, args.destination)
             print(f"{report.summary()[:-1]}; wrote {args.destination}.")
         else:
-            frame = ea.load_history(args.source)
-            print(ea.report_of(frame).summary())
-            for example in ea.report_of(frame).examples:
-                print(f"  {example.file}:{example.line}: {example.reason}: {example.text}")
-            lifecycles = ea.event_lifecycles(frame)
-            counts = lifecycles["outcome"].value_counts()
-            print(f"{len(lifecycles)} event lifecycles: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
+            print(summary_of(args.source))
     except (ea.HistoryError, OSError) as error:
         print(f"python -m event_analysis: {error}", file=sys.stderr)
         return 1

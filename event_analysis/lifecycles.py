@@ -15,13 +15,14 @@ import pandas as pd
 
 from event_analysis.history import report_of
 from event_analysis.schema import APPROVAL, OBSERVATION
+from event_analysis.sets import vm_sets
 from event_analysis.timestamps import nanoseconds
 
 COMPLETED, CANCELLED, OPEN = "completed", "cancelled", "open"
 OUTCOMES = (COMPLETED, CANCELLED, OPEN)
 _NS = 1e9
 LIFECYCLE_COLUMNS = (
-    "event_id", "host", "vm", "fault_domain", "update_domain", "event_type", "event_source", "resource_type",
+    "event_id", "host", "vm", "fault_domain", "update_domain", "vm_set", "event_type", "event_source", "resource_type",
     "resources", "description", "duration_s", "outcome", "appeared_before_capture", "first_seen_started", "polls",
     "appeared_after", "first_seen", "not_before_first", "not_before", "last_scheduled",
     "started_after", "started_seen", "last_seen", "gone_at",
@@ -138,6 +139,7 @@ def event_lifecycles(observations: pd.DataFrame, *, time_scale: Optional[float] 
     out["not_before_first"] = not_before.iloc[first].reset_index(drop=True)
     last_declared = rows["not_before"].iloc[np.maximum(sched_row, 0)].reset_index(drop=True)
     out["not_before"] = last_declared.where(pd.Series(has_scheduled))
+    out["vm_set"] = out["vm"].map(vm_sets(observations)).astype("string")  # fault domains mean something per set
     out["appeared_before_capture"] = out["appeared_after"].isna()
     # Already Started at the first poll that listed it: any Scheduled phase fell between two polls (or before
     # the capture). What that says about its notice is notice_check's verdict, not an outcome.

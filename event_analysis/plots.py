@@ -404,8 +404,10 @@ def overlap_sentence(overlaps: pd.DataFrame, windows: pd.DataFrame, by: str = "f
     if overlaps.empty and len(domains) == 1:
         return (f"only {by.replace('_', ' ')} {domains[0]} was in maintenance: no overlap was possible, "
                 f"so serialisation by {name} is not tested by this history.")
+    sets = windows["vm_set"].nunique() if "vm_set" in windows else 1
+    scope = f" of one set ({sets} sets, each judged on its own)" if sets > 1 else ""
     if overlaps.empty:
-        return f"no overlap between {name}: never were VMs of two {name} in maintenance at the same time."
+        return f"no overlap between {name}: never were VMs of two {name}{scope} in maintenance at the same time."
     kinds = overlaps["kind"].astype(str).value_counts()
     certain, possible = int(kinds.get("certain", 0)), int(kinds.get("possible", 0))
     text = f"{certain} certain and {possible} possible overlap(s) between {name}"

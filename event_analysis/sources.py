@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Optional, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_HISTORY = REPO / "notebooks" / "data" / "sample-history.simulated.jsonl.gz"
@@ -13,9 +14,18 @@ ENVIRONMENT = "SCHEDULED_EVENTS_HISTORY"
 
 def default_history() -> str:
     """$SCHEDULED_EVENTS_HISTORY if set, else the last `make demo` capture if any, else the shipped sample."""
+    return choose_history()[0]
+
+
+def choose_history(given: Optional[str] = None) -> Tuple[str, str]:
+    """(the history to load, one sentence saying which it is and why). A history nobody named is never a
+    silent choice: the sentence says loudly that it is not the user's data."""
+    if given:
+        return str(given), f"history: {given} (as given)."
     chosen = os.environ.get(ENVIRONMENT, "").strip()
     if chosen:
-        return chosen
+        return chosen, f"history: {chosen} (from ${ENVIRONMENT})."
+    fallback = f"NOT YOUR DATA: no history was given (pass one, or set ${ENVIRONMENT}), so this reads "
     if DEMO_HISTORY.is_file() and DEMO_HISTORY.stat().st_size > 0:
-        return str(DEMO_HISTORY)
-    return str(SAMPLE_HISTORY)
+        return str(DEMO_HISTORY), fallback + f"the last `make demo` capture, {DEMO_HISTORY} (simulated)."
+    return str(SAMPLE_HISTORY), fallback + f"the shipped simulated sample, {SAMPLE_HISTORY}."

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List
+from typing import Any, Dict, List
 
 import pandas as pd
 import pytest
 
 import event_analysis as ea
-from tests.analysis.histories import at, event, observation, parse, simulate, write_lines
+from tests.analysis.histories import at, event, observation, parse, simulate, vm, write_lines
 
 
 def test_a_platform_walk_is_serialised_and_its_windows_bracket_the_truth(tmp_path: Path) -> None:
@@ -30,16 +30,15 @@ def test_a_platform_walk_is_serialised_and_its_windows_bracket_the_truth(tmp_pat
 
 
 def two_domains(tmp: Path, vm1_polls: List[int], vm1_started: range) -> pd.DataFrame:
-    """vm0 (FD 0) Started from 100 to 200; vm1 (FD 1) Started during `vm1_started`."""
-    lines = []
-    for second in range(0, 400, 10):
-        status = "Started" if 100 <= second < 200 else "Scheduled" if second < 100 else None
-        lines.append(observation(second, "vm0", [event("A", status, ["vm0"], not_before=at(100))] if status else [],
-                                 fault_domain=0))
-    for second in vm1_polls:
-        status = "Started" if second in vm1_started else "Scheduled" if second < vm1_started.start else None
-        lines.append(observation(second, "vm1", [event("B", status, ["vm1"], not_before=at(vm1_started.start))]
-                                 if status else [], fault_domain=1))
+    """vm0 (FD 0) Started from 100 to 200; vm1 (FD 1) Started during `vm1_started`. One availability set:
+    each VM sees both events (Resources lists only the VM an event is for)."""
+    def document(second: int) -> List[Dict[str, Any]]:
+        a = "Started" if 100 <= second < 200 else "Scheduled" if second < 100 else None
+        b = "Started" if second in vm1_started else "Scheduled" if second < vm1_started.start else None
+        return ([event("A", a, ["vm0"], not_before=at(100))] if a else []) + \
+            ([event("B", b, ["vm1"], not_before=at(vm1_started.start))] if b else [])
+    lines = [observation(second, "vm0", document(second), fault_domain=0) for second in range(0, 400, 10)]
+    lines += [observation(second, "vm1", document(second), fault_domain=1) for second in vm1_polls]
     return ea.event_lifecycles(ea.load_history(write_lines(tmp / "h.jsonl", lines)))
 
 
@@ -63,12 +62,42 @@ def test_back_to_back_domains_do_not_overlap(tmp_path: Path) -> None:
     assert ea.walk_order(ea.fault_domain_windows(lifecycles)) == "0 -> 1"
 
 
+def test_two_availability_sets_walking_at_once_are_no_overlap(tmp_path: Path) -> None:
+    # Fault domain 0 of set a and fault domain 1 of set b in maintenance together: different racks. Each set's
+    # VMs see only their own set's events, which is how the library tells the sets apart.
+    lines = []
+    for second in range(0, 400, 10):
+        for name, fault_domain, ident in (("a-vm0", 0, "A0"), ("a-vm1", 1, "A1"), ("b-vm0", 0, "B0"), ("b-vm1", 1, "B1")):
+            walk = {"A0": range(100, 200), "A1": range(220, 300), "B0": range(220, 300), "B1": range(100, 200)}
+            mine = [e for e in ("A0", "A1") if name.startswith("a")] or ["B0", "B1"]
+            events = [event(e, "Started" if second in walk[e] else "Scheduled", [e[0].lower() + "-vm" + e[1]],
+                            not_before=at(walk[e].start)) for e in mine if second < walk[e].stop]
+            lines.append(observation(second, name, events, fault_domain=fault_domain))
+    lifecycles = ea.event_lifecycles(ea.load_history(write_lines(tmp_path / "h.jsonl", lines)))
+    assert dict(zip(lifecycles["vm"], lifecycles["vm_set"])) == {
+        "a-vm0": "a-vm0's set", "a-vm1": "a-vm0's set", "b-vm0": "b-vm0's set", "b-vm1": "b-vm0's set"}
+    assert ea.domain_overlaps(lifecycles).empty, "two sets' domains are different racks"
+    windows = ea.fault_domain_windows(lifecycles)
+    assert len(windows) == 4 and set(windows["vm_set"]) == {"a-vm0's set", "b-vm0's set"}
+    assert ea.walk_order(windows) == "a-vm0's set: 0 -> 1; b-vm0's set: 1 -> 0"
+    walk = ea.domain_walk(windows)
+    assert list(walk.loc[walk["vm_set"] == "a-vm0's set", "previous_fault_domain"].astype(object)) == [pd.NA, 0]
+
+
+def test_a_scale_set_named_by_imds_is_one_set_even_without_a_common_event(tmp_path: Path) -> None:
+    lines = [dict(observation(s, host, [event(f"E{host[-1]}", "Scheduled", [host], not_before=at(900))]),
+                  vm=dict(vm(host), vm_scale_set_name="ss-web")) for s in (0, 10) for host in ("vm0", "vm1")]
+    lifecycles = ea.event_lifecycles(ea.load_history(write_lines(tmp_path / "h.jsonl", lines)))
+    assert set(lifecycles["vm_set"]) == {"ss-web"}
+
+
 def test_user_events_and_hardware_failures_are_not_counted_as_maintenance_windows(tmp_path: Path) -> None:
     lines = []
     for second in range(0, 300, 10):
         user = [event("U", "Started", ["vm0"], source="User")] if 50 <= second < 100 else []
         failure = [event("H", "Started", ["vm1"])] if 60 <= second < 120 else []
-        lines += [observation(second, "vm0", user, fault_domain=0), observation(second, "vm1", failure, fault_domain=1)]
+        both = user + failure  # one set: each VM sees the other's events too
+        lines += [observation(second, "vm0", both, fault_domain=0), observation(second, "vm1", both, fault_domain=1)]
     lifecycles = ea.event_lifecycles(ea.load_history(write_lines(tmp_path / "h.jsonl", lines)))
     assert ea.fault_domain_windows(lifecycles).empty and ea.domain_overlaps(lifecycles).empty
     everything = ea.domain_overlaps(lifecycles, sources=None, include_no_notice=True)

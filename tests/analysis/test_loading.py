@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import event_analysis as ea
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils import events as module_events
+from event_analysis import sources
 from event_analysis.records import affected
 from tests.analysis.histories import at, approval, event, observation, simulate, write_lines
 
@@ -157,3 +158,28 @@ def test_the_command_line_summarises_converts_and_fails_in_one_sentence(tmp_path
     assert converted.returncode == 0 and (tmp_path / "h.parquet").is_file()
     missing = run_cli("summary", str(tmp_path / "nope.jsonl"))
     assert missing.returncode == 1 and missing.stderr.count("\n") == 1 and "Traceback" not in missing.stderr
+
+
+def test_the_command_line_answers_the_notebooks_first_questions_on_a_simulated_walk(tmp_path: Path) -> None:
+    sim = simulate(tmp_path, "platform-maintenance", days=0.1, poll=3, seed=6, vms=6, fault_domains=3)
+    truth = sorted(sim.truth, key=lambda t: t["appeared_at"])
+    out = run_cli("summary", str(sim.path)).stdout
+    assert f"history: {sim.path}" in out
+    notice = out.split("Notice per event type")[1].split("Durations per event type")[0]
+    assert all(t["event_type"] in notice for t in truth) and "documented_min_s" in notice
+    assert "Durations per event type" in out and "impact_s_max" in out
+    assert "Fault-domain walk: " + " -> ".join(str(t["fault_domains"][0]) for t in truth) in out
+    assert "no overlap between fault domains" in out
+
+
+def test_a_history_nobody_named_is_said_loudly(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv(sources.ENVIRONMENT, raising=False)
+    monkeypatch.setattr(sources, "DEMO_HISTORY", tmp_path / "no-demo.jsonl")
+    path, why = ea.choose_history(None)
+    assert path == str(sources.SAMPLE_HISTORY) and why.startswith("NOT YOUR DATA") and "sample" in why
+    (tmp_path / "no-demo.jsonl").write_text('{"x": 1}\n')
+    path, why = ea.choose_history(None)
+    assert path == str(tmp_path / "no-demo.jsonl") and "NOT YOUR DATA" in why and "make demo" in why
+    monkeypatch.setenv(sources.ENVIRONMENT, "/data/fleet-*.jsonl")
+    assert ea.choose_history(None) == ("/data/fleet-*.jsonl", "history: /data/fleet-*.jsonl (from $SCHEDULED_EVENTS_HISTORY).")
+    assert ea.choose_history("mine.jsonl")[1] == "history: mine.jsonl (as given)."
