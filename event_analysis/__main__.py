@@ -1,4 +1,7 @@
-"""Command line: `python -m event_analysis {summary,to-parquet}`.
+"""Command line: `python -m event_analysis {summary,to-parquet,from-awx}`.
+
+`from-awx` writes the history an AWX / Automation Controller job (its REST API) or an ansible-runner
+artifacts folder holds to a JSON-lines file, which the notebooks and `summary` read like any other.
 
 `summary` answers the notebooks' first questions without Jupyter: which history it read, the lifecycles by
 outcome, notice per event type against the documented minimum, durations, and the fault-domain walk of each
@@ -9,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from pathlib import Path
 from typing import List, Optional
 
 import pandas as pd
@@ -40,6 +44,20 @@ def summary_of(sources: List[str]) -> str:
     return "\n".join(lines)
 
 
+def from_awx(args: argparse.Namespace) -> str:
+    from event_analysis import awx
+
+    if args.runner:
+        events, origin = awx.runner_job_events(Path(args.runner).expanduser()), f"ansible-runner {args.runner}"
+    else:
+        if args.job is None or not args.token_file:
+            raise ea.HistoryError("--url needs --job and --token-file.")
+        token = Path(args.token_file).expanduser().read_text(encoding="utf-8").strip()
+        events, origin = awx.awx_job_events(args.url, args.job, token), f"AWX job {args.job} at {args.url}"
+    count = awx.write_history(awx.records_from_job_events(events), args.destination)
+    return f"wrote {count} records from {origin} to {args.destination}."
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m event_analysis", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -48,12 +66,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     convert.add_argument("destination")
     summary = sub.add_parser("summary", help="what a history holds and the notebooks' first answers: notice, durations, walk")
     summary.add_argument("source", nargs="+")
+    job = sub.add_parser("from-awx", help="write the history of an AWX job or ansible-runner artifacts to a file")
+    origin = job.add_mutually_exclusive_group(required=True)
+    origin.add_argument("--runner", metavar="ARTIFACTS", help="an ansible-runner artifacts/<ident> folder")
+    origin.add_argument("--url", help="the AWX / Automation Controller base URL (with --job and --token-file)")
+    job.add_argument("--job", type=int, help="the job id")
+    job.add_argument("--token-file", help="a file holding an OAuth2 token that may read the job's events")
+    job.add_argument("destination", help="a new .jsonl file")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore", ea.HistoryWarning)  # the report below says it
     try:
         if args.command == "to-parquet":
             report = ea.to_parquet(args.source, args.destination)
             print(f"{report.summary()[:-1]}; wrote {args.destination}.")
+        elif args.command == "from-awx":
+            print(from_awx(args))
         else:
             print(summary_of(args.source))
     except (ea.HistoryError, OSError) as error:

@@ -4,7 +4,8 @@ AWX throws its execution environment away after each job, so a history file writ
 inside it is lost; the job events it keeps hold every module result. These loaders turn
 them into the same observation records the history callback writes, with the callback's
 own record builders (plugins/module_utils/history_records.py), then into the same frame
-load_history returns.
+load_history returns, or into a history file the notebooks read (write_history;
+`python -m event_analysis from-awx`).
 """
 from __future__ import annotations
 
@@ -125,3 +126,21 @@ def load_awx_job(base_url: str, job_id: int, token: str, **options: Any) -> pd.D
     """An observations frame from an AWX / Automation Controller job's events."""
     events = list(awx_job_events(base_url, job_id, token, **options))
     return load_records(records_from_job_events(events), f"AWX job {job_id} at {base_url}")
+
+
+# ----------------------------------------------------------------- a history file from a job
+
+def write_history(records: List[Dict[str, Any]], destination: "str | Path") -> int:
+    """Write records as a JSON-lines history (the callback's own line format); returns how many. An existing
+    file is never overwritten: a rebuilt history must not replace one that holds data."""
+    path = Path(destination).expanduser()
+    if path.exists():
+        raise HistoryError(f"{path} exists; give a new file name (a rebuilt history never replaces a history).")
+    builders = _history_records()
+    try:
+        with open(path, "xb") as handle:
+            for record in records:
+                handle.write(builders.record_line(record))
+    except OSError as error:
+        raise HistoryError(f"cannot write {path}: {error.strerror or error}.") from None
+    return len(records)

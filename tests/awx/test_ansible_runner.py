@@ -220,3 +220,36 @@ def test_an_awx_jobs_events_give_the_same_history_as_its_artifacts(cycle_job: Ru
         server.shutdown()
     assert len(FakeAwxEvents.events) > FakeAwxEvents.page_size * 2  # several pages were followed
     pd.testing.assert_frame_equal(from_api, load_runner_artifacts(job.artifacts("cycle")))
+
+
+def from_awx_cli(*args: str) -> "subprocess.CompletedProcess[str]":
+    return subprocess.run([sys.executable, "-m", "event_analysis", "from-awx", *args], capture_output=True, text=True,
+                          timeout=120, check=False, cwd=Path(__file__).resolve().parents[2])
+
+
+def test_a_jobs_history_is_written_to_a_file_the_notebooks_read(cycle_job: RunnerJob, tmp_path: Path) -> None:
+    artifacts = cycle_job.artifacts("cycle")
+    from_runner = tmp_path / "job.jsonl"
+    done = from_awx_cli("--runner", str(artifacts), str(from_runner))
+    assert done.returncode == 0 and f"to {from_runner}" in done.stdout, done.stderr
+    expected = load_runner_artifacts(artifacts)
+    written = ea.load_history(from_runner)
+    assert (ea.report_of(written).observations, ea.report_of(written).approvals) == \
+        (ea.report_of(expected).observations, ea.report_of(expected).approvals) and not ea.report_of(written).bad
+    pd.testing.assert_frame_equal(ea.event_lifecycles(written), ea.event_lifecycles(expected))
+
+    FakeAwxEvents.events = [dict(e, id=i, host_name=e["event_data"].get("host", "")) for i, e in
+                            enumerate(cycle_job.events("cycle"), start=1)]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeAwxEvents)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    token = tmp_path / "token"
+    token.write_text(FakeAwxEvents.token + "\n")
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        from_api = tmp_path / "api.jsonl"
+        assert from_awx_cli("--url", base, "--job", "42", "--token-file", str(token), str(from_api)).returncode == 0
+        again = from_awx_cli("--url", base, "--job", "42", "--token-file", str(token), str(from_api))
+    finally:
+        server.shutdown()
+    assert from_api.read_bytes() == from_runner.read_bytes(), "the REST API and the artifacts give one history"
+    assert again.returncode == 1 and "exists" in again.stderr and again.stderr.count("\n") == 1
