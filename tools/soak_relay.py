@@ -83,6 +83,8 @@ def figures(run: RelayFleet, started: float, arrivals_end: float, ended: float) 
     prepares = run.bench.actions("prepare")
     recovers = run.bench.actions("recover")
     due = [e for e in events if started <= (epoch(e["appeared_at"]) or 0) <= arrivals_end]
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_policy import (  # staged in main
+        DEFAULT_POLICY, prepare_wanted)
     missed = [f"{e['event_id'][:8]} ({e['event_type']}, {e['outcome']})" for e in due
               if e["event_id"].upper() not in seen]
     reactions, unprepared, unrecovered = [], [], []
@@ -93,7 +95,9 @@ def figures(run: RelayFleet, started: float, arrivals_end: float, ended: float) 
         if prepared:
             reactions.append(min(prepared.values()) - epoch(event["appeared_at"]))
         elif event["start_reason"] != "no_notice" and event["outcome"] != "cancelled" and \
-                (epoch(event["not_before"]) or ended) < ended:
+                (epoch(event["not_before"]) or ended) < ended and prepare_wanted(
+                    {"event_type": event["event_type"], "duration_in_seconds": event["duration_s"]}, DEFAULT_POLICY):
+            # (a short Freeze is approved without prepare by the role's default policy: nothing is owed)
             unprepared.append(f"{key[:8]} ({event['event_type']})")
         removed = epoch(event["removed_at"])
         if removed is not None and removed <= ended - SETTLE_S and set(prepared) - recovered:
@@ -163,6 +167,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         raise SystemExit("ansible-rulebook needs Java 17+: apt-get install openjdk-17-jre-headless")
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     collections = environment(WORK)
+    sys.path.insert(0, str(collections))  # the collection's own policy judges which events are owed a prepare
     # The stream starts once the relays and the rulebook are up (a busy stream never lets the start-up settle).
     fleet = LiveFleet(None, time_scale=1.0, seed=args.seed, rate_limit=5.0,
                       fleet=FleetSpec(kind="availability_set", name="avset-soak", vms=args.vms, fault_domains=3))

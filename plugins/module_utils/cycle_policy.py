@@ -278,7 +278,9 @@ def _scheduled_events(views, by_vm):
     return sorted(found.values(), key=lambda item: (item[0].get("not_before") or "~", item[0]["event_id"].upper()))
 
 
-def _prepare_wanted(event, policy):
+def prepare_wanted(event, policy):
+    """Whether the policy prepares for this event at all (a type it prepares for, not a short freeze it approves
+    without prepare); also what a benchmark counts as owed a prepare."""
     if not policy["prepare_configured"] or event["event_type"] not in policy["prepare_event_types"]:
         return False
     return policy["prepare_short_freezes"] or not _short_freeze(event, policy)
@@ -332,7 +334,7 @@ def _deferral(needed, busy, limit):
 
 
 def _needs_prepare(view, event, policy):
-    if view["status"] != FRESH or not affects(event, view["vm_name"]) or not _prepare_wanted(event, policy):
+    if view["status"] != FRESH or not affects(event, view["vm_name"]) or not prepare_wanted(event, policy):
         return False
     return _prepare_of(view, event) != PREPARE_DONE
 
@@ -397,7 +399,7 @@ def _approval_refusal(event, hosts, views, plan, by_vm, admitted, policy):
         return None
     if not policy["approve_prepared_events"]:
         return "policy leaves %s events to NotBefore" % event["event_type"]
-    if not _prepare_wanted(event, policy):
+    if not prepare_wanted(event, policy):
         return "no prepare tasks run for %s events, so it is left to NotBefore" % event["event_type"]
     unprepared = [h for h in hosts if _prepare_of(views[h], event) != PREPARE_DONE
                   and all(e["event_id"].upper() != key for e in plan[h]["prepare"])]
