@@ -25,7 +25,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module
 
 def argument_spec():
     spec = read_argument_spec()
-    del spec["previous"]  # the base of the diff is the state the claimed VM keeps
+    del spec["previous"]  # see run_claim
     spec.update(
         state_path=dict(type="path", required=True),
         owner=dict(type="str", required=True),
@@ -46,13 +46,14 @@ def run_claim(params, edges, check_mode=False, diff_mode=False):
     is judged, not taken; with lease_seconds 0 none is (`lock` is empty)."""
     if not params["state_path"]:
         raise TaskFailed("state_path must name the state file on the VM; the lock is <state_path>.lock.")
+    read = dict(params, previous=None)  # the diff's base is the state the claimed VM keeps
     if params["lease_seconds"] == 0:  # locking off: a plain read, no lock in play
-        return dict(observe(dict(params, previous=None), edges), lock={})
+        return dict(observe(read, edges), lock={})
     lock = lock_step("claim", lock_path(params["state_path"]), params["owner"], params["lease_seconds"], edges,
                      check_mode)
     changed = lock.pop("changed")
     try:
-        result = observe(dict(params, previous=None), edges)
+        result = observe(read, edges)
     except TaskFailed as exc:
         exc.result["lock"] = _give_back(lock, edges)
         raise
