@@ -10,6 +10,11 @@ quiet, stale (no push for `stale_seconds`), or expected and never heard from: wh
 cannot see counts as busy. Without a list of expected hosts the view cannot know whom it has never
 heard from, so every cycle then covers the whole target.
 
+News is gathered for `gather_seconds` before it starts a cycle: the relays of one event's VMs poll once a
+second each, so a whole fault domain's news arrives spread over about a second. Starting at the first push
+would start a cycle on one VM, then more cycles on the next few (news no running cycle covers), each
+reading the whole set: several cycles for one event where one, a second later, covers all of its VMs.
+
 News on hosts that no running cycle covers starts another cycle at once (up to `max_parallel_runs`): an
 event must not wait out a cycle busy with another one, since a Preempt gives 30 seconds. That is safe
 because every cycle covers every host with work, the running cycles' hosts too, and the VM locks make a
@@ -53,6 +58,7 @@ class ViewSettings:
     rerun_seconds: float = 60.0           # while a host has work, a cycle at least this often
     expected_hosts: List[str] = field(default_factory=list)   # the target's hosts; [] unknown: whole target
     max_parallel_runs: int = 3            # cycles at once, for news on hosts no running cycle covers
+    gather_seconds: float = 1.0           # news waits this long for the rest of its event's VMs (1 s polls)
 
 
 @dataclass
@@ -71,6 +77,7 @@ class FleetView:
     settings: ViewSettings = field(default_factory=ViewSettings)
     hosts: Dict[str, HostView] = field(default_factory=dict)
     pending: Set[str] = field(default_factory=set)      # hosts with news since the last run began
+    news_at: Dict[str, float] = field(default_factory=dict)   # when each pending host's news first came
     stale_noted: Set[str] = field(default_factory=set)   # stale hosts already put into a run
     running: Dict[int, Run] = field(default_factory=dict)   # by run number
     started_at: Optional[float] = None   # the view's first tick: relays get stale_seconds to be heard from
@@ -107,7 +114,7 @@ class FleetView:
         # A host gone away (IMDS not answering, or inside a Started event) is news for no cycle: any cycle would
         # leave it alone. It still has work, so every cycle counts it busy; coming back is the news.
         if news and not entry.quiet and not entry.away:
-            self.pending.add(host)
+            self._add_pending(host, now)
         return True
 
     def unheard(self):
@@ -149,10 +156,11 @@ class FleetView:
         work = set(self.with_work(now))
         covered = self._covered()
         news, stale = self.pending - covered, newly_stale - covered
+        ripe = self._gathered(news, now)
         if self.running:
-            if not (news or stale) or len(self.running) >= self.settings.max_parallel_runs:
+            if not (ripe or stale) or len(self.running) >= self.settings.max_parallel_runs:
                 return None
-        elif not news and not stale and not self._rerun_due(work - set(self.leave_alone(sorted(work), now)), now):
+        elif not ripe and not stale and not self._rerun_due(work - set(self.leave_alone(sorted(work), now)), now):
             return None
         self.stale_noted |= stale
         self.runs += 1
@@ -160,6 +168,8 @@ class FleetView:
         run = Run(self.runs, hosts, sorted(news), sorted(stale), now, self.leave_alone(hosts, now))
         self.running[run.number] = run
         self.pending -= news
+        for host in news:
+            self.news_at.pop(host, None)
         self.last_run_at = now
         return run
 
@@ -175,6 +185,17 @@ class FleetView:
             return set(self.hosts) | set(self.settings.expected_hosts) | self.pending
         return set(h for run in self.running.values() for h in run.hosts)
 
+    def _add_pending(self, host, now):
+        # type: (str, float) -> None
+        self.pending.add(host)
+        self.news_at.setdefault(host, now)
+
+    def _gathered(self, news, now):
+        # type: (Set[str], float) -> bool
+        """Whether news no running cycle covers has waited gather_seconds for the rest of its event's VMs (the
+        oldest of it counts: a steady trickle of news cannot hold a cycle back longer than that)."""
+        return bool(news) and now - min(self.news_at.get(h, now) for h in news) >= self.settings.gather_seconds
+
     def _rerun_due(self, work, now):
         # type: (Set[str], float) -> bool
         since = self.last_run_at if self.last_run_at is not None else self.started_at
@@ -182,7 +203,8 @@ class FleetView:
 
     def _give_back(self, run):
         """A cycle never reported done may have died before it saw its news: the next one takes it again."""
-        self.pending |= set(run.changed)
+        for host in run.changed:
+            self._add_pending(host, run.started_at)   # old news: no gathering again
         self.stale_noted -= set(run.stale)
         del self.running[run.number]
 

@@ -102,6 +102,14 @@ options:
         VMs it has never heard from, so every cycle covers the whole target.
     type: list
     elements: str
+  gather_seconds:
+    description:
+      - News waits this long for the news of the rest of its event's VMs before it starts a cycle, so that a
+        whole fault domain's event (its relays poll once a second each, so their pushes come spread over
+        about a second) starts one cycle on all of its VMs instead of several on a few each.
+      - 0 starts a cycle at the first push.
+    type: float
+    default: 1.0
   tick_seconds:
     description: How often the view looks for news and stale hosts.
     type: float
@@ -192,7 +200,10 @@ def settings_of(args: Dict[str, Any]) -> Dict[str, Any]:
                "max_run_seconds": float(args.get("max_run_seconds", 900)),
                "rerun_seconds": float(args.get("rerun_seconds", 60)),
                "tick_seconds": float(args.get("tick_seconds", 0.25)), "expected_hosts": [str(h) for h in expected],
-               "max_parallel_runs": int(args.get("max_parallel_runs", 3))}
+               "max_parallel_runs": int(args.get("max_parallel_runs", 3)),
+               "gather_seconds": float(args.get("gather_seconds", 1.0))}
+    if checked["gather_seconds"] < 0:
+        raise ConfigError("gather_seconds must not be negative (0 starts a cycle at the first push).")
     if min(checked["stale_seconds"], checked["max_run_seconds"], checked["rerun_seconds"], checked["tick_seconds"],
            checked["max_parallel_runs"]) <= 0:
         raise ConfigError("stale_seconds, max_run_seconds, rerun_seconds, tick_seconds and max_parallel_runs must be "
@@ -203,7 +214,8 @@ def settings_of(args: Dict[str, Any]) -> Dict[str, Any]:
 async def main(queue: asyncio.Queue, args: Dict[str, Any]) -> None:
     settings = settings_of(args)
     view = FleetView(ViewSettings(settings["stale_seconds"], settings["max_run_seconds"], settings["rerun_seconds"],
-                                  settings["expected_hosts"], settings["max_parallel_runs"]))
+                                  settings["expected_hosts"], settings["max_parallel_runs"],
+                                  settings["gather_seconds"]))
     receiver = Receiver(view, read_token(args["token_file"]))
     app = web.Application(client_max_size=MAX_PUSH_BYTES)
     app.router.add_post("/push", receiver.push)

@@ -22,7 +22,9 @@ HOSTS = ["vm0", "vm1", "vm2"]
 
 
 def view(**settings: Any) -> FleetView:
-    fleet = FleetView(ViewSettings(**dict({"expected_hosts": HOSTS}, **settings)))
+    """Three quiet hosts; news starts a cycle at once unless a test sets gather_seconds (which hosts a cycle
+    covers is what most tests here are about; gathering has tests of its own)."""
+    fleet = FleetView(ViewSettings(**dict({"expected_hosts": HOSTS, "gather_seconds": 0}, **settings)))
     for n, host in enumerate(("vm0", "vm1", "vm2")):
         fleet.accept(push(host, 1, "change", relay_id=host), T0)
     return fleet
@@ -100,7 +102,7 @@ def test_at_most_max_parallel_runs_and_a_run_over_the_whole_target_covers_everyt
     assert runs[0] and runs[1] and runs[2] is None and len(fleet.running) == 2
     fleet.done(runs[0].number)
     assert fleet.next_run(T0 + 5).changed == ["vm2"]
-    whole = FleetView(ViewSettings())
+    whole = FleetView(ViewSettings(gather_seconds=0))
     whole.accept(change("vm0", 2), T0)
     assert whole.next_run(T0).hosts == []
     whole.accept(change("vm1", 2), T0 + 1)
@@ -152,14 +154,14 @@ def test_a_host_no_longer_quiet_is_news() -> None:
 
 
 def test_without_the_expected_hosts_every_run_covers_the_whole_target() -> None:
-    fleet = FleetView(ViewSettings())
+    fleet = FleetView(ViewSettings(gather_seconds=0))
     fleet.accept(push("vm0", 1, "change", quiet=False, events=[REBOOT], relay_id="vm0"), T0)
     run = fleet.next_run(T0)
     assert run is not None and run.hosts == [], "a VM whose relay never pushed may be in maintenance"
 
 
 def test_an_expected_host_never_heard_from_is_in_every_run_and_starts_one_once_stale() -> None:
-    fleet = FleetView(ViewSettings(expected_hosts=HOSTS, stale_seconds=90))
+    fleet = FleetView(ViewSettings(expected_hosts=HOSTS, stale_seconds=90, gather_seconds=0))
     assert fleet.next_run(T0) is None, "relays get stale_seconds to be heard from after a (re)start"
     fleet.accept(push("vm0", 1, "change", quiet=False, events=[REBOOT], relay_id="vm0"), T0 + 1)
     run = fleet.next_run(T0 + 1)
@@ -215,3 +217,38 @@ def test_a_host_whose_relay_says_it_is_inside_a_started_event_or_without_imds_is
         for host in ("vm1", "vm2"):
             fleet.accept(push(host, second, quiet=False, relay_id=host), T0 + second)
     assert fleet.leave_alone(HOSTS, T0 + 95) == []
+
+
+def ticks(fleet: FleetView, pushes: Dict[float, str], until: float, tick: float = 0.25) -> list:
+    """Drive the view like the source does: pushes at their times (seconds after T0), next_run every tick."""
+    runs, now, seq = [], 0.0, 2
+    while now <= until:
+        for at in [a for a in sorted(pushes) if now - tick < a <= now]:
+            fleet.accept(change(pushes[at], seq), T0 + at)
+            seq += 1
+        runs += [(now, r) for r in [fleet.next_run(T0 + now)] if r]
+        now = round(now + tick, 6)
+    return runs
+
+
+def test_one_events_news_spread_over_a_second_starts_one_cycle_on_all_of_its_vms() -> None:
+    fleet = view(gather_seconds=1.0)
+    runs = ticks(fleet, {0.0: "vm0", 0.4: "vm1", 0.9: "vm2"}, until=3)
+    assert [r.hosts for _, r in runs] == [HOSTS], \
+        "regression: the first push started a cycle on one VM and the next pushes more cycles (one per event now)"
+    assert runs[0][0] == 1.0, "the cycle starts gather_seconds after the first news, not later"
+
+
+def test_a_steady_trickle_of_news_cannot_hold_a_cycle_back_past_gather_seconds() -> None:
+    fleet = view(gather_seconds=1.0)
+    runs = ticks(fleet, {0.0: "vm0", 0.75: "vm1", 1.5: "vm2"}, until=1.0)
+    assert [(at, r.changed) for at, r in runs] == [(1.0, ["vm0", "vm1"])]
+
+
+def test_news_given_back_by_a_silent_cycle_is_not_gathered_again() -> None:
+    fleet = view(gather_seconds=1.0, max_run_seconds=60)
+    fleet.accept(change("vm0", 2), T0)
+    first = fleet.next_run(T0 + 1)
+    assert first is not None and fleet.next_run(T0 + 30) is None
+    again = fleet.next_run(T0 + 61)
+    assert again is not None and again.changed == ["vm0"], "old news starts its cycle at once"
