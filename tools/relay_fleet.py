@@ -141,6 +141,46 @@ def rss_mib(pid: int) -> Optional[float]:
         return None
 
 
+@dataclass
+class CpuParts:
+    """CPU seconds so far of each part of a simulated event-driven fleet on this one machine: the controller (the
+    rulebook's tree, its cycles included), the relays together, the simulator (this process: its HTTP threads
+    serve every VM's IMDS), and the whole machine (every process, non-idle)."""
+    controller: float
+    relays: float
+    simulator: float
+    machine: float
+
+    def __sub__(self, other: "CpuParts") -> "CpuParts":
+        return CpuParts(self.controller - other.controller, self.relays - other.relays,
+                        self.simulator - other.simulator, self.machine - other.machine)
+
+
+def machine_busy_cpu() -> float:
+    t = psutil.cpu_times()
+    return sum(t) - t.idle - getattr(t, "iowait", 0.0)
+
+
+def cycles_in(log: Path, offset: int = 0) -> Dict[str, int]:
+    """The maintenance cycles a rulebook log shows from byte `offset` on: how many ran, and the VMs they played
+    on together."""
+    cycles = hosts = 0
+    in_recap = False
+    with log.open("rb") as stream:
+        stream.seek(offset)
+        text = stream.read().decode(errors="replace")
+    for line in text.splitlines():
+        if line.startswith("PLAY [Azure Scheduled Events maintenance cycle]"):
+            cycles += 1
+        elif line.startswith("PLAY RECAP"):
+            in_recap = True
+        elif in_recap and " : ok=" in line:
+            hosts += not line.startswith("localhost ")
+        else:
+            in_recap = False
+    return {"cycles": cycles, "host_plays": hosts}
+
+
 # --- the relays and the rulebook ---------------------------------------------------------------------
 
 @dataclass
@@ -236,6 +276,10 @@ class RelayFleet:
 
     def relay_cpu(self) -> Dict[str, Optional[float]]:
         return {r.vm: own_cpu(r.process.pid) for r in self.relays if r.process}
+
+    def cpu(self) -> CpuParts:
+        return CpuParts(self.controller_cpu(), sum(c or 0.0 for c in self.relay_cpu().values()), time.process_time(),
+                        machine_busy_cpu())
 
     def relay_max_rss(self) -> float:
         return max([0.0] + [rss_mib(r.process.pid) or 0.0 for r in self.relays if r.process])

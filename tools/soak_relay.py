@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+import psutil
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
@@ -38,7 +40,7 @@ from imds_simulator.fleet import FleetSpec  # noqa: E402
 from tests import timing  # noqa: E402
 from tests.live_fleet import LiveFleet  # noqa: E402
 from tools.report import write_section  # noqa: E402
-from tools.relay_fleet import RelayFleet, environment, tree_rss_mib  # noqa: E402
+from tools.relay_fleet import CpuParts, RelayFleet, cycles_in, environment, tree_rss_mib  # noqa: E402
 from tools.soak import busier_fleet_mix, epoch, percentile  # noqa: E402
 
 WORK = REPO / "build" / "soak-relay"
@@ -114,7 +116,8 @@ def settled(run: RelayFleet, started: float, arrivals_end: float) -> bool:
     return not found["open"] and not found["unrecovered"]
 
 
-def render(args: argparse.Namespace, found: Dict[str, Any], samples: Samples, cpu_s: float, wall: float) -> str:
+def render(args: argparse.Namespace, found: Dict[str, Any], samples: Samples, cpu: CpuParts, wall: float,
+           cycles: Dict[str, int]) -> str:
     reactions = found["reactions"]
     lines = [
         SECTION, "",
@@ -136,8 +139,16 @@ def render(args: argparse.Namespace, found: Dict[str, Any], samples: Samples, cp
         lines.append(f"- Reaction, event appears -> first prepare starts: median {statistics.median(reactions):.1f} s, "
                      f"p95 {percentile(reactions, 0.95):.1f} s ({len(reactions)} prepared events).")
     if found["due"]:
-        lines.append(f"- Controller CPU (the rulebook's process tree, its cycles included): {cpu_s:.0f} CPU-s over "
-                     f"the run, {cpu_s / found['due']:.1f} per event.")
+        lines.append(f"- Controller CPU (the rulebook's process tree, its cycles included): {cpu.controller:.0f} CPU-s "
+                     f"over the run, {cpu.controller / found['due']:.1f} per event; {cycles['cycles']} cycles, "
+                     f"{cycles['host_plays']} VM plays in them ({cycles['host_plays'] / max(cycles['cycles'], 1):.0f} "
+                     "VMs per cycle on average).")
+    cores = (psutil.cpu_count() or 1) * wall
+    lines.append(f"- CPU by part over the run (share of this machine's {psutil.cpu_count()} cores): controller "
+                 f"{cpu.controller:.0f} CPU-s ({100 * cpu.controller / cores:.0f} %), relays {cpu.relays:.0f} "
+                 f"({100 * cpu.relays / cores:.0f} %), simulated IMDS of every VM (the harness process) "
+                 f"{cpu.simulator:.0f} ({100 * cpu.simulator / cores:.0f} %); the whole machine busy "
+                 f"{100 * cpu.machine / cores:.0f} %.")
     first, last = samples.window(True), samples.window(False)
     if first and last:
         def mean(rows: List[Tuple[float, float, float, float]], i: int) -> float:
@@ -177,7 +188,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         run.start()
         print(f"Relay soak: {args.vms} VMs, {args.minutes:g} minutes; rulebook log in {run.log}", flush=True)
         fleet.load(busier_fleet_mix(args.busier))
-        started, cpu0 = time.time(), run.controller_cpu()
+        started, cpu0, log_from = time.time(), run.cpu(), run.log.stat().st_size
         samples.start()
         while time.time() - started < args.minutes * 60:
             time.sleep(5)
@@ -187,14 +198,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         while time.time() < arrivals_end + args.settle_minutes * 60 and not settled(run, started, arrivals_end):
             time.sleep(5)
             run.check_alive()
-        ended, cpu1 = time.time(), run.controller_cpu()
+        ended, cpu1 = time.time(), run.cpu()
         samples.stop()
         found = figures(run, started, arrivals_end, ended)
     finally:
         samples.stop()
         run.close()
         fleet.close()
-    text = render(args, found, samples, cpu1 - cpu0, ended - started)
+    text = render(args, found, samples, cpu1 - cpu0, ended - started, cycles_in(run.log, log_from))
     print(text)
     if args.report:
         write_section(Path(args.report), SECTION, text)
