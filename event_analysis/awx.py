@@ -49,7 +49,8 @@ def _utc(created: Any) -> Optional[str]:
 
 
 def records_from_job_events(events: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """Observation and approval records from job events, in the order the job produced them."""
+    """Observation, approval and action records from job events, in the order the job produced them (no
+    `trigger`: job events do not carry the job's extra vars)."""
     builders = _history_records()
     records: List[Dict[str, Any]] = []
     vms: Dict[str, Dict[str, Any]] = {}
@@ -70,6 +71,8 @@ def records_from_job_events(events: Iterable[Dict[str, Any]]) -> List[Dict[str, 
             record = builders.approval(host, result, vms.get(host), observed_at=_utc(job_event.get("created")))
             if record is not None:
                 records.append(record)
+        elif action == "include_tasks" and builders.action_kind(result):
+            records.append(builders.action(host, result, vms.get(host), observed_at=_utc(job_event.get("created"))))
     return records
 
 

@@ -21,7 +21,7 @@ from event_analysis.reading import UNKNOWN_SCHEMA, BadLine
 PathLike = Union[str, os.PathLike]
 _REPORT_KEY = b"event_analysis.report"
 _DICTIONARY = ("record", "host", "vm", "scale_set", "zone", "location", "event_id", "event_status", "event_type",
-               "event_source", "resource_type", "resources", "description")
+               "event_source", "resource_type", "resources", "description", "action", "trigger")
 
 
 class HistoryError(ValueError):
@@ -35,6 +35,7 @@ class LoadReport:
     records: int = 0
     observations: int = 0
     approvals: int = 0
+    actions: int = 0
     duplicates: int = 0
     bad: Dict[str, int] = field(default_factory=dict)
     examples: List[BadLine] = field(default_factory=list)
@@ -47,8 +48,9 @@ class LoadReport:
         return sum(self.bad.values())
 
     def summary(self) -> str:
-        text = (f"read {self.records} records ({self.observations} observations, {self.approvals} approvals) "
-                f"from {len(self.files)} file(s)")
+        actions = f", {self.actions} actions" if self.actions else ""
+        text = (f"read {self.records} records ({self.observations} observations, {self.approvals} approvals"
+                f"{actions}) from {len(self.files)} file(s)")
         if self.duplicates:
             text += f"; dropped {self.duplicates} duplicate record(s)"
         kinds = sorted(set(self.resolution.values()))
@@ -65,6 +67,7 @@ class LoadReport:
         self.records += other.records
         self.observations += other.observations
         self.approvals += other.approvals
+        self.actions += other.actions
         self.duplicates += other.duplicates
         for reason, count in other.bad.items():
             self.bad[reason] = self.bad.get(reason, 0) + count
@@ -137,13 +140,13 @@ def _read_file(path: Path) -> Tuple[pa.Table, LoadReport]:
 
 def _read_bytes(data: bytes, name: str) -> Tuple[pa.Table, LoadReport]:
     read, bad_lines = reading.read_records(data, name)
-    ok, observed_at, approval = records.valid_rows(read.table)
+    ok, observed_at, approval, action = records.valid_rows(read.table)
     for number, text in reading.rejected_lines(data, np.flatnonzero(~ok), bad_lines) if not ok.all() else []:
         read.add_bad(name, number, UNKNOWN_SCHEMA, text.rstrip(b"\r"))
     table = records.flatten(read.table.filter(pa.array(ok)), observed_at.filter(pa.array(ok)))
     report = LoadReport(files=[name], bad=dict(read.bad_counts), examples=list(read.examples),
-                        records=int(ok.sum()), approvals=int((ok & approval).sum()))
-    report.observations = report.records - report.approvals
+                        records=int(ok.sum()), approvals=int((ok & approval).sum()), actions=int((ok & action).sum()))
+    report.observations = report.records - report.approvals - report.actions
     return table, report
 
 
@@ -197,7 +200,7 @@ def to_frame(tables: List[pa.Table], report: LoadReport) -> pd.DataFrame:
         unique = _records_of(frame)
         report.duplicates += report.records - unique
         report.records = unique
-        report.observations, report.approvals = _kinds(frame)
+        report.observations, report.approvals, report.actions = _kinds(frame)
     report.resolution = change_only.series_resolution(frame)
     frame = change_only.reconstruct_polls(frame)
     frame.attrs["report"] = report
@@ -208,9 +211,10 @@ def _records_of(frame: pd.DataFrame) -> int:
     return int((~frame.duplicated(["record", "host", "observed_at"])).sum())
 
 
-def _kinds(frame: pd.DataFrame) -> Tuple[int, int]:
+def _kinds(frame: pd.DataFrame) -> Tuple[int, int, int]:
     unique = frame.drop_duplicates(["record", "host", "observed_at"])["record"]
-    return int((unique == records.OBSERVATION).sum()), int((unique == records.APPROVAL).sum())
+    return tuple(int((unique == kind).sum()) for kind in (records.OBSERVATION, records.APPROVAL,
+                                                          records.ACTION))  # type: ignore[return-value]
 
 
 def report_of(frame: pd.DataFrame) -> LoadReport:

@@ -76,7 +76,7 @@ def select(obs: pd.DataFrame, start: TimeLike = None, end: TimeLike = None,
         unknown = sorted(set(wanted) - set(obs["host"].astype(str).unique()))
         if unknown:
             warnings.warn(f"no observations from host(s) {', '.join(unknown)} in this history.", stacklevel=2)
-        approval = (obs["record"] == "approval").to_numpy(dtype=bool)
+        approval = (obs["record"] != "observation").to_numpy(dtype=bool)   # approvals and actions
         polled = keep & ~approval & obs["host"].isin(wanted).to_numpy(dtype=bool)
         seen = set(obs.loc[polled, "event_id"].dropna().astype(str))
         keep &= polled | (approval & obs["event_id"].astype(str).isin(seen).to_numpy(dtype=bool))
@@ -104,7 +104,7 @@ def describe(obs: pd.DataFrame) -> str:
     if str(DEMO_HISTORY) in report.files and not report.simulated:
         lines.append("note: this is the `make demo` capture, which is SIMULATED and time-compressed, but it has no "
                      ".meta.json sidecar: its durations are in compressed seconds (scale unknown here).")
-    polls = obs[obs["record"] != "approval"]
+    polls = obs[obs["record"] == "observation"]
     if polls.empty:
         lines.append("no observations in the selected window and hosts.")
         return "\n".join(lines)

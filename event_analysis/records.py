@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from event_analysis.schema import APPROVAL, LINE, OBSERVATION
+from event_analysis.schema import ACTION, ACTIONS, APPROVAL, LINE, OBSERVATION
 
 _UTC = pa.timestamp("ns", tz="UTC")
 _ISO_UTC = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$"
@@ -21,9 +21,10 @@ _RFC1123 = "%a, %d %b %Y %H:%M:%S GMT"
 COLUMNS = ("record", "observed_at", "host", "vm", "fault_domain", "update_domain", "scale_set", "zone",
            "location", "document_incarnation", "event_id", "event_status", "event_type", "event_source",
            "resource_type", "resources", "not_before", "duration_s", "description", "affects_vm",
-           "previous_observed_at", "poll_interval_s", "reconstructed")
-# Columns a Parquet file written before change-only histories lacks: read as missing, and "recorded".
-LATER_COLUMNS = ("previous_observed_at", "poll_interval_s", "reconstructed")
+           "previous_observed_at", "poll_interval_s", "reconstructed", "action", "trigger")
+# Columns a Parquet file written before change-only histories (or action records) lacks: read as missing, and
+# "recorded".
+LATER_COLUMNS = ("previous_observed_at", "poll_interval_s", "reconstructed", "action", "trigger")
 
 
 def parse_utc(strings: pa.Array, pattern: str = _ISO_UTC) -> pa.Array:
@@ -51,8 +52,9 @@ def _present(strings: pa.Array) -> pa.Array:
     return pc.fill_null(pc.greater(pc.utf8_length(strings), 0), False)
 
 
-def valid_rows(table: pa.Table) -> Tuple[np.ndarray, pa.Array, np.ndarray]:
-    """Which rows are records we understand, their parsed `observed_at`, and which are approvals."""
+def valid_rows(table: pa.Table) -> Tuple[np.ndarray, pa.Array, np.ndarray, np.ndarray]:
+    """Which rows are records we understand, their parsed `observed_at`, which are approvals and which are
+    actions (a prepare or recover begun: one event id, a known action)."""
     n = table.num_rows
     record = table.column("record").combine_chunks()
     kind_obs = pc.fill_null(pc.equal(record, OBSERVATION), True)  # absent record = observation
@@ -73,16 +75,21 @@ def valid_rows(table: pa.Table) -> Tuple[np.ndarray, pa.Array, np.ndarray]:
     id_parents = np.asarray(pc.list_parent_indices(ids))
     bad_id = np.bincount(id_parents[~np.asarray(_present(pc.list_flatten(ids)), dtype=bool)], minlength=n) > 0
     appr_ok = pc.fill_null(pc.greater(pc.list_value_length(ids), 0), False)
-    ok = np.asarray(pc.and_(common, pc.or_(pc.and_(kind_obs, obs_ok), pc.and_(kind_appr, appr_ok))), dtype=bool)
-    ok &= ~(np.asarray(kind_obs, dtype=bool) & bad_event) & ~(np.asarray(kind_appr, dtype=bool) & bad_id)
-    return ok, observed_at, np.asarray(kind_appr, dtype=bool)
+    kind_act = pc.fill_null(pc.equal(record, ACTION), False)
+    act_ok = pc.and_(pc.fill_null(pc.equal(pc.list_value_length(ids), 1), False),
+                     pc.fill_null(pc.is_in(table.column("action").combine_chunks(), pa.array(ACTIONS)), False))
+    ok = np.asarray(pc.and_(common, pc.or_(pc.or_(pc.and_(kind_obs, obs_ok), pc.and_(kind_appr, appr_ok)),
+                                           pc.and_(kind_act, act_ok))), dtype=bool)
+    listing = np.asarray(pc.or_(kind_appr, kind_act), dtype=bool)
+    ok &= ~(np.asarray(kind_obs, dtype=bool) & bad_event) & ~(listing & bad_id)
+    return ok, observed_at, np.asarray(kind_appr, dtype=bool), np.asarray(kind_act, dtype=bool)
 
 
 def flatten(table: pa.Table, observed_at: pa.Array) -> pa.Table:
     """Good records -> one row per event per observation (an observation without events keeps one
-    row with null event columns), plus one row per event id of each approval record."""
+    row with null event columns), plus one row per event id of each approval and action record."""
     record = pc.fill_null(table.column("record").combine_chunks(), OBSERVATION)
-    is_appr = np.asarray(pc.equal(record, APPROVAL), dtype=bool)
+    is_appr = np.asarray(pc.or_(pc.equal(record, APPROVAL), pc.equal(record, ACTION)), dtype=bool)
     events = table.column("events").combine_chunks()
     event_rows = np.asarray(pc.list_parent_indices(events))
     flat = pc.list_flatten(events)
@@ -97,6 +104,12 @@ def flatten(table: pa.Table, observed_at: pa.Array) -> pa.Table:
     def event_field(name: str) -> pa.Array:
         values = pc.struct_field(flat, name)
         return pa.concat_arrays([values, pa.nulls(padding + len(approval_rows), values.type)])
+
+    def listing_field(column: str) -> pa.Array:
+        """A top-level field of approval and action records (null on observation rows)."""
+        values = table.column(column).combine_chunks()
+        return pa.concat_arrays([pa.nulls(len(event_rows) + padding, values.type),
+                                 pc.take(values, pa.array(approval_rows))])
 
     def row_field(column: str, sub: str = "") -> pa.Array:
         values = table.column(column).combine_chunks()
@@ -120,7 +133,7 @@ def flatten(table: pa.Table, observed_at: pa.Array) -> pa.Table:
         "event_id": pa.concat_arrays([pc.struct_field(flat, "EventId"), pa.nulls(padding, pa.string()),
                                       approved_ids]),
         "event_status": event_field("EventStatus"),
-        "event_type": event_field("EventType"),
+        "event_type": pc.coalesce(event_field("EventType"), listing_field("event_type")),
         "event_source": event_field("EventSource"),
         "resource_type": event_field("ResourceType"),
         "resources": pc.binary_join(event_field("Resources"), ","),
@@ -133,6 +146,9 @@ def flatten(table: pa.Table, observed_at: pa.Array) -> pa.Table:
         "poll_interval_s": row_field("poll_interval_s"),
         # A poll rebuilt from the next record's previous_observed_at (see history.reconstruct_polls).
         "reconstructed": pa.array(np.zeros(len(rows), dtype=bool)),
+        # Action records: prepare or recover (begun); approval and action records: the way of running.
+        "action": listing_field("action"),
+        "trigger": listing_field("trigger"),
     })
 
 

@@ -22,9 +22,11 @@ LINE = pa.schema([
     ("record", _S), ("observed_at", _S), ("host", _S), ("vm", VM),
     ("document_incarnation", pa.int64()), ("events", pa.list_(EVENT)), ("event_ids", pa.list_(_S)),
     ("previous_observed_at", _S), ("poll_interval_s", pa.float64()),
+    ("action", _S), ("event_type", _S), ("trigger", _S),   # action records (and trigger on approvals)
 ])
 
-OBSERVATION, APPROVAL = "observation", "approval"
+OBSERVATION, APPROVAL, ACTION = "observation", "approval", "action"
+ACTIONS = ("prepare", "recover")
 
 # Minimum notice (NotBefore - first appearance) Azure documents per EventType, in seconds.
 # Terminate's is what the scale set's terminate notification profile sets (5 to 15 minutes).

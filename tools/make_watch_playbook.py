@@ -92,6 +92,7 @@ HEADER = """---
     maintenance_cycle_end_quiet_hosts: false
     maintenance_cycle_prepare_tasks: "{{{{ prepare_tasks | default('') }}}}"
     maintenance_cycle_recover_tasks: "{{{{ recover_tasks | default('') }}}}"
+    maintenance_cycle_trigger: watch  # the history's way of running (scheduled_events_history callback)
   tasks:
     - name: One round
       ansible.builtin.import_tasks: watch_round.yml

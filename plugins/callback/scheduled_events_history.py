@@ -28,6 +28,14 @@ description:
     list, unless the task ran in check mode (nothing was sent). Its C(results) maps each id to V(started) when
     the module's C(wait_for_start) saw it start, else to V(approved). It carries C(vm) when an earlier
     observation of that host in the same run told which VM it is.
+  - An action line (C(record) V(action)) is written when the maintenance_cycle role begins a host's prepare or
+    recover tasks for an event (C(action) V(prepare) or V(recover), C(event_ids) with that one event,
+    C(event_type)), at the time the role includes them; the reaction analysis reads seen -> prepared -> approved
+    from these lines.
+  - Approval and action lines carry C(trigger), how the cycle was run, from the play's
+    C(maintenance_cycle_trigger) (an extra var or a play var), one of V(event-driven) (the shipped rulebooks set it),
+    V(watch) (the watch playbook sets it), V(schedule) when nothing sets it (the cycle playbook run by hand, from
+    cron or on an AWX schedule), V(other) for any other value.
   - Concurrent runs can share one file. Each write takes an exclusive C(flock) lock on the file and appends
     whole lines with one C(write). A line left torn by a killed writer is ended before the next record is
     written, so it stays the only unreadable line.
@@ -71,7 +79,10 @@ import time
 from ansible import context
 from ansible.plugins.callback import CallbackBase
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.history_records import (
-    APPROVE_MODULE, READ_MODULES, approval, is_completed_read, observation, record_line)
+    APPROVE_MODULE, READ_MODULES, action, action_kind, approval, is_completed_read, observation, record_line,
+    trigger_of)
+
+TRIGGER_VAR = "maintenance_cycle_trigger"
 
 DEFAULT_PATH = "~/.ansible/scheduled_events/history.jsonl"
 LOCK_TIMEOUT_S = 10.0
@@ -144,8 +155,15 @@ class CallbackModule(CallbackBase):
         self._history = None
         self._vms = {}
         self._warned = set()
+        self._trigger = trigger_of(None)
 
     # ---- Ansible events -------------------------------------------------------------------------
+
+    def v2_playbook_on_play_start(self, play):
+        try:
+            self._trigger = trigger_of(_play_var(play, TRIGGER_VAR))
+        except Exception:  # pylint: disable=broad-exception-caught  # capture must never fail a run
+            self._trigger = trigger_of(None)
 
     def v2_runner_on_ok(self, result):
         self._capture(result, loop_summary_possible=True)
@@ -182,6 +200,9 @@ class CallbackModule(CallbackBase):
         task = _attr(result, "task", "_task")
         fields = _attr(result, "task_fields", "_task_fields") or {}
         short = _action(task, fields).rsplit(".", 1)[-1]
+        if short == "include_tasks" and action_kind(data):
+            host = _who_polled(result, fields)
+            return action(host, data, self._vms.get(host), self._trigger)
         if short not in READ_MODULES and short != APPROVE_MODULE:
             return None
         host = _who_polled(result, fields)
@@ -193,7 +214,7 @@ class CallbackModule(CallbackBase):
             return record
         if data.get("skipped") or _check_mode(task, fields):
             return None
-        return approval(host, data, self._vms.get(host))
+        return approval(host, data, self._vms.get(host), trigger=self._trigger)
 
     # ---- writing --------------------------------------------------------------------------------
 
@@ -251,6 +272,15 @@ def _action(task, fields):
         if isinstance(value, str) and value:
             return value
     return ""
+
+
+def _play_var(play, name):
+    """A variable as the play sets it: extra vars first (the rulebooks), then the play's own vars (the watch)."""
+    manager = play.get_variable_manager() if hasattr(play, "get_variable_manager") else None
+    extra = getattr(manager, "extra_vars", None) or {}
+    if name in extra:
+        return extra[name]
+    return (getattr(play, "vars", None) or {}).get(name)
 
 
 def _who_polled(result, fields):

@@ -19,6 +19,13 @@ from datetime import datetime, timezone
 READ_MODULES = ("scheduled_events_info", "scheduled_events_claim")
 APPROVE_MODULE = "scheduled_events_approve"
 
+# The role's prepare and recover includes name their loop index (loop_control.index_var) so that each loop
+# item's result says which of the two began on its host, and for which event (the item): an action record.
+ACTION_INDEX_VARS = {"maintenance_cycle_prepare_index": "prepare", "maintenance_cycle_recover_index": "recover"}
+# How the cycle was run, from the play's `maintenance_cycle_trigger` (the rulebooks and the watch set it).
+TRIGGERS = ("schedule", "watch", "event-driven")
+DEFAULT_TRIGGER = "schedule"   # the cycle playbook run by hand, from cron or on an AWX schedule
+
 UTC_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")
 
 
@@ -74,7 +81,45 @@ def observation(host, data):
             "document_incarnation": incarnation, "events": events}
 
 
-def approval(host, data, vm, observed_at=None):
+def trigger_of(value):
+    """The way of running a play names: one of TRIGGERS, "other" for anything else it names (labels stay
+    bounded), DEFAULT_TRIGGER when it names none."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return DEFAULT_TRIGGER
+    text = str(value).strip().lower()
+    return text if text in TRIGGERS else "other"
+
+
+def action_kind(data):
+    """"prepare" or "recover" when `data` is the result of one loop item of the role's prepare or recover
+    include (the step began on that host for that event); None for any other result."""
+    kind = ACTION_INDEX_VARS.get(data.get("ansible_index_var"))
+    event = data.get("maintenance_cycle_event")
+    if kind and isinstance(event, dict) and isinstance(event.get("event_id"), str) and event["event_id"]:
+        return kind
+    return None
+
+
+def action(host, data, vm, trigger=None, observed_at=None):
+    """An action record (a prepare or recover began), or None when `data` is no such result."""
+    kind = action_kind(data)
+    if kind is None:
+        return None
+    event = data["maintenance_cycle_event"]
+    record = {"record": "action", "observed_at": observed_at or utc_now_iso(), "host": host, "action": kind,
+              "event_ids": [event["event_id"]], "event_type": _text(event.get("event_type"))}
+    return _with(record, vm, trigger)
+
+
+def _with(record, vm, trigger):
+    if vm is not None:
+        record["vm"] = vm
+    if trigger is not None:
+        record["trigger"] = trigger
+    return record
+
+
+def approval(host, data, vm, observed_at=None, trigger=None):
     """An approval record, or None when the result sent nothing.
 
     `observed_at`: when the result reached the control node (now, for a live capture;
@@ -85,6 +130,4 @@ def approval(host, data, vm, observed_at=None):
     started = set(i.upper() for i in data.get("started") or [] if isinstance(i, str))
     record = {"record": "approval", "observed_at": observed_at or utc_now_iso(), "host": host, "event_ids": approved,
               "results": dict((i, "started" if i.upper() in started else "approved") for i in approved)}
-    if vm is not None:
-        record["vm"] = vm
-    return record
+    return _with(record, vm, trigger)

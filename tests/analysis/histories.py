@@ -79,6 +79,13 @@ def approval(seconds: float, host: str, event_ids: Sequence[str]) -> Dict[str, A
             "results": {i: "started" for i in event_ids}, "vm": vm(host)}
 
 
+def action(seconds: float, host: str, kind: str, event_id: str, event_type: str = "Reboot",
+           trigger: str = "event-driven") -> Dict[str, Any]:
+    """What the history callback writes when the cycle begins a host's prepare or recover for an event."""
+    return {"record": "action", "observed_at": iso(at(seconds)), "host": host, "action": kind,
+            "event_ids": [event_id], "event_type": event_type, "trigger": trigger, "vm": vm(host)}
+
+
 def write_lines(path: Path, records: Sequence[Any]) -> Path:
     """Records as JSON lines; a str record is written verbatim (for broken lines)."""
     text = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records)

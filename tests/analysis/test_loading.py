@@ -18,7 +18,7 @@ import event_analysis as ea
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils import events as module_events
 from event_analysis import sources
 from event_analysis.records import affected
-from tests.analysis.histories import at, approval, event, observation, simulate, write_lines
+from tests.analysis.histories import action, at, approval, event, observation, simulate, write_lines
 
 
 def good_lines() -> list:
@@ -36,6 +36,21 @@ def test_a_clean_history_loads_every_record(tmp_path: Path) -> None:
     assert seen["not_before"].tolist() == [pd.Timestamp(at(900))] * 2
     assert seen["affects_vm"].all() and str(frame["observed_at"].dtype) == "datetime64[ns, UTC]"
     assert frame["host"].is_monotonic_increasing or list(frame["host"].unique()) == ["vm0", "vm1"]
+
+
+def test_action_records_load_as_rows_of_their_own_and_bad_ones_are_counted(tmp_path: Path) -> None:
+    lines = good_lines() + [action(10.5, "vm0", "prepare", "E1"), action(30, "vm0", "recover", "E1", trigger="schedule"),
+                            dict(action(31, "vm1", "prepare", "E1"), event_ids=["E1", "E2"]),   # one event each
+                            dict(action(32, "vm1", "prepare", "E1"), action="drain")]           # not an action
+    with pytest.warns(ea.HistoryWarning, match="2 unknown schema"):
+        frame = ea.load_history(write_lines(tmp_path / "h.jsonl", lines))
+    report = ea.report_of(frame)
+    assert (report.observations, report.approvals, report.actions) == (4, 1, 2)
+    acts = frame[frame["record"] == "action"]
+    assert acts[["host", "action", "event_id", "event_type", "trigger"]].astype(str).values.tolist() == [
+        ["vm0", "prepare", "E1", "Reboot", "event-driven"], ["vm0", "recover", "E1", "Reboot", "schedule"]]
+    assert frame.loc[frame["record"] == "observation", "action"].isna().all()
+    assert len(ea.event_lifecycles(frame)) == 2, "actions are no sightings"
 
 
 def test_bad_lines_are_counted_by_reason_with_their_line_numbers(tmp_path: Path) -> None:

@@ -130,6 +130,11 @@ def test_the_cycle_job_runs_under_ansible_runner_and_its_events_rebuild_the_hist
     frame = load_runner_artifacts(job.artifacts("cycle"))
     report = ea.report_of(frame)
     assert report.observations == len(reads) and report.approvals == len(approvals) and not report.bad
+    prepares = [e for e in events if e["event"] == "runner_on_ok" and e["event_data"].get("task") ==
+                "Say what this VM prepares for"]   # the project's own prepare task, once per host and event
+    begun = frame[frame["record"] == "action"]
+    assert sorted(begun["host"].astype(str)) == sorted(e["event_data"]["host"] for e in prepares)
+    assert set(begun["action"]) == {"prepare"} and begun["trigger"].isna().all()
     approved = frame[frame["record"] == "approval"]
     assert set(approved["event_id"]) == {i for a in approvals for i in a["event_ids"]}
     assert set(approved["host"]) == {a["vm"] for a in approvals}

@@ -17,6 +17,7 @@ import pytest
 from imds_simulator.fleet import FleetSpec
 from tests.integration.runner import FILES, CycleBench
 from tests.live_fleet import LiveFleet
+from tests.modules.history_helpers import assert_valid, capture_env, read_history
 from tests.timing import epoch, wait_for
 
 
@@ -34,6 +35,37 @@ def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CycleBench
 
 def by_event(actions: List[Dict[str, Any]], event_id: str) -> Dict[str, float]:
     return {a["host"]: a["at"] for a in actions if a["event_id"] == event_id}
+
+
+# The history callback's action records against the test tasks' own prepare/recover log: the same hosts and
+# event, each begun after the read that showed the event and before the task logged it; the way of running
+# from the play (the default, then what a rulebook sets). Time scale 5: 180 s of notice, ample for one cycle.
+def test_the_history_records_each_prepare_and_recover_as_it_begins_with_the_way_of_running(tmp_path: Path) -> None:
+    fleet = LiveFleet(None, time_scale=5.0, fleet=FleetSpec(vms=6, fault_domains=3))
+    try:
+        bench = CycleBench(fleet, tmp_path)
+        history = tmp_path / "history.jsonl"
+        (event_id,) = fleet.inject({"key": "cancelled", "type": "Reboot", "source": "Platform", "notice_s": 900,
+                                    "resources": {"fault_domain": 0}})
+        policy = {"maintenance_cycle_approve_prepared_events": False}
+        assert bench.run(extra=policy, env=capture_env(history)).returncode == 0
+        fleet.cancel(event_id)
+        driven = dict(policy, maintenance_cycle_trigger="event-driven")
+        assert bench.run(extra=driven, env=capture_env(history)).returncode == 0
+        captured = read_history(history)
+        assert_valid(captured)
+        for action, trigger in (("prepare", "schedule"), ("recover", "event-driven")):
+            logged = by_event(bench.actions(action), event_id)
+            records = captured.actions(action)
+            assert sorted(r["host"] for r in records) == sorted(logged) == sorted(fleet.truth()[0]["resources"])
+            for record in records:
+                assert record["event_ids"] == [event_id] and record["event_type"] == "Reboot"
+                assert record["trigger"] == trigger and record["vm"]["name"] == record["host"]
+                began = epoch(record["observed_at"])
+                seen = [epoch(o["observed_at"]) for o in captured.of_host(record["host"])]
+                assert min(seen) <= began <= logged[record["host"]], "begun after the read, before the task ran"
+    finally:
+        fleet.close()
 
 
 # ----------------------------------------------------------------- the full walk, with watch.yml

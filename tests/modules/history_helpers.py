@@ -43,6 +43,9 @@ class History:
     def approvals(self) -> List[Dict[str, Any]]:
         return [r for r in self.records if r.get("record") == "approval"]
 
+    def actions(self, action: str) -> List[Dict[str, Any]]:
+        return [r for r in self.records if r.get("record") == "action" and r["action"] == action]
+
     def of_host(self, host: str) -> List[Dict[str, Any]]:
         return [r for r in self.observations if r["host"] == host]
 
