@@ -1,4 +1,4 @@
-"""Analyse Scheduled Events histories: notice times, durations, fault-domain serialisation.
+"""Analyse Scheduled Events histories: notice times, durations, fault-domain serialisation, reaction.
 
 Reads the observation schema of docs/observation-schema.md, whether the simulator generated
 it or the collection's history callback captured it. See docs/analysis.md.
@@ -7,10 +7,12 @@ from event_analysis.domains import domain_overlaps, domain_walk, fault_domain_wi
 from event_analysis.history import HistoryError, HistoryWarning, LoadReport, load_history, report_of, to_parquet
 from event_analysis.lifecycles import event_lifecycles
 from event_analysis.notice import notice_check, notice_summary
+from event_analysis.reaction import late_preparations, reaction_summary, reaction_table
 from event_analysis.sources import SAMPLE_HISTORY, choose_history, default_history
 
 __all__ = [
     "SAMPLE_HISTORY", "HistoryError", "HistoryWarning", "LoadReport", "choose_history", "default_history", "domain_overlaps", "domain_walk", "event_lifecycles",
-    "fault_domain_windows", "load_history", "notice_check", "notice_summary", "report_of", "to_parquet",
+    "fault_domain_windows", "late_preparations", "load_history", "notice_check", "notice_summary", "reaction_summary",
+    "reaction_table", "report_of", "to_parquet",
     "walk_order",
 ]

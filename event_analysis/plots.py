@@ -492,3 +492,25 @@ def domain_timeline(windows: pd.DataFrame, by: str = "fault_domain", round_gap_h
                                Line2D([], [], color="gray", marker="o", markersize=3, label="scheduled, waiting")],
                       loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
     return fig
+
+
+# ----------------------------------------------------------------- reaction
+
+def reaction_intervals(table: pd.DataFrame) -> Optional[Figure]:
+    """One panel per way of running: each prepared (event, VM) as its reaction interval [reaction_s_min,
+    reaction_s_max] (appeared -> prepare began); red rows were late (after NotBefore or once Started)."""
+    rows = table[table["prepared"].astype(bool)]
+    if rows.empty:
+        _empty("no prepare in this history: nothing reacted (capture with the history callback to see actions).")
+        return None
+    groups = _sorted_groups(rows, "trigger", "reaction_s_min")
+    fig, axes = _figure([len(part) for _, part in groups], "Reaction: event appeared -> prepare began (seconds)")
+    for ax, (trigger, part) in zip(axes, groups):
+        colors = np.where(part["late"].astype(bool), "tab:red", "tab:blue")
+        _segments(ax, part, "reaction_s_min", "reaction_s_max", colors)
+        _rows_axis(ax, part, trigger)
+        _log_if_wide(ax, part, "reaction_s_min", "reaction_s_max")
+    axes[-1].set_xlabel("seconds")
+    axes[0].legend(handles=[Patch(color="tab:blue", label="in time"), Patch(color="tab:red", label="late")],
+                   loc="lower right", fontsize=8)
+    return fig
