@@ -55,6 +55,20 @@ options:
     ini:
       - section: scheduled_events_history
         key: path
+  metrics_path:
+    description:
+      - A Prometheus textfile (C(.prom), for node_exporter's textfile collector) that the callback rewrites at the
+        end of each run with the controller's metrics (C(docs/metrics.md) in the source repository), which are cycles,
+        prepares and recovers begun, recover failures, approvals by result, fault domains in maintenance, and the
+        reaction (first read showing an event -> prepare began) as a histogram, by way of running. Counters
+        across runs are kept beside it in C(<metrics_path>.counters.json). V("") (the default) writes none.
+    type: path
+    default: ""
+    env:
+      - name: SCHEDULED_EVENTS_METRICS_PATH
+    ini:
+      - section: scheduled_events_history
+        key: metrics_path
 notes:
   - To enable it, set C(callbacks_enabled = azure_imds.scheduled_events.scheduled_events_history) in the
     C([defaults]) section of C(ansible.cfg) (or E(ANSIBLE_CALLBACKS_ENABLED)), and optionally
@@ -81,8 +95,13 @@ from ansible.plugins.callback import CallbackBase
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.history_records import (
     APPROVE_MODULE, READ_MODULES, action, action_kind, approval, is_completed_read, observation, record_line,
     trigger_of)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_file import replace_file
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.prometheus_text import render
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.cycle_metrics import (
+    RunTally, add_run, controller_families, counters_text, load_counters, tally_plan, tally_record)
 
 TRIGGER_VAR = "maintenance_cycle_trigger"
+PLAN_FACT = "maintenance_cycle_plan"   # the role's plan, set once per cycle: counted for the metrics
 
 DEFAULT_PATH = "~/.ansible/scheduled_events/history.jsonl"
 LOCK_TIMEOUT_S = 10.0
@@ -122,23 +141,44 @@ class HistoryFile:
 
     def _lock(self, fd):
         """Take the exclusive lock, waiting up to lock_timeout; False when the file system has no flock."""
-        deadline = time.monotonic() + self.lock_timeout
-        pause = 0.002
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return True
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise TimeoutError(errno.ETIMEDOUT, "another writer held the lock for more than %g s" % self.lock_timeout)
-                time.sleep(pause)
-                pause = min(pause * 2, 0.05)
-            except OSError as exc:
-                if exc.errno not in NO_FLOCK_ERRNOS:
-                    raise
-                self.unlocked_warning = "the file system does not support flock (%s), so it is written to without a lock" % (
-                    exc.strerror or exc)
-                return False
+        try:
+            return _flock(fd, self.lock_timeout)
+        except _NoFlock as exc:
+            self.unlocked_warning = "the file system does not support flock (%s), so it is written to without a lock" % (
+                exc.args[0])
+            return False
+
+
+class _NoFlock(Exception):
+    """The file system refuses flock (the message is its reason)."""
+
+
+def _flock(fd, timeout):
+    """Take an exclusive flock on `fd`, waiting up to `timeout` seconds (TimeoutError then); True when taken,
+    False on a file system without flock (_NoFlock for the history file, which says so once)."""
+    deadline = time.monotonic() + timeout
+    pause = 0.002
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(errno.ETIMEDOUT, "another writer held the lock for more than %g s" % timeout)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+        except OSError as exc:
+            if exc.errno not in NO_FLOCK_ERRNOS:
+                raise
+            raise _NoFlock(exc.strerror or str(exc))
+
+
+def _read_text(path):
+    try:
+        with open(path) as stream:
+            return stream.read()
+    except FileNotFoundError:
+        return None
 
 
 class CallbackModule(CallbackBase):
@@ -156,6 +196,7 @@ class CallbackModule(CallbackBase):
         self._vms = {}
         self._warned = set()
         self._trigger = trigger_of(None)
+        self._tally = RunTally()
 
     # ---- Ansible events -------------------------------------------------------------------------
 
@@ -164,6 +205,20 @@ class CallbackModule(CallbackBase):
             self._trigger = trigger_of(_play_var(play, TRIGGER_VAR))
         except Exception:  # pylint: disable=broad-exception-caught  # capture must never fail a run
             self._trigger = trigger_of(None)
+        if self._trigger != trigger_of(None):
+            self._tally.trigger = self._trigger   # a run's way of running: any play that names one
+
+    def v2_playbook_on_stats(self, stats):
+        path = self._metrics_path()
+        if not path:
+            return
+        try:
+            self._tally.failed_hosts = set(h for h in stats.processed if stats.failures.get(h) or stats.dark.get(h))
+            self._write_metrics(path)
+        except Exception as exc:  # pylint: disable=broad-exception-caught  # metrics must never fail a run
+            self._warn_once("scheduled_events_history: could not write the metrics file %s: %s; the run goes on."
+                            % (path, _cause(exc)))
+        self._tally = RunTally()
 
     def v2_runner_on_ok(self, result):
         self._capture(result, loop_summary_possible=True)
@@ -188,6 +243,7 @@ class CallbackModule(CallbackBase):
                 record = self._record_of(result, loop_summary_possible)
                 if record is not None:
                     self._write(record_line(record))
+                    tally_record(self._tally, record, time.time())
         except Exception as exc:  # pylint: disable=broad-exception-caught  # capture must never fail a run
             self._warn_once("scheduled_events_history: could not record a result in %s: %s." % (self._path_for_messages(), _cause(exc)))
 
@@ -200,6 +256,12 @@ class CallbackModule(CallbackBase):
         task = _attr(result, "task", "_task")
         fields = _attr(result, "task_fields", "_task_fields") or {}
         short = _action(task, fields).rsplit(".", 1)[-1]
+        plan = (data.get("ansible_facts") or {}).get(PLAN_FACT) if short == "set_fact" else None
+        if plan is not None:
+            tally_plan(self._tally, plan)
+            return None
+        if short == APPROVE_MODULE and data.get("failed") and not _check_mode(task, fields):
+            self._tally.approvals["failed"] += 1
         if short == "include_tasks" and action_kind(data):
             host = _who_polled(result, fields)
             return action(host, data, self._vms.get(host), self._trigger)
@@ -246,6 +308,40 @@ class CallbackModule(CallbackBase):
         except Exception:  # pylint: disable=broad-exception-caught  # options not loaded: fall back like the documentation says
             path = os.environ.get("SCHEDULED_EVENTS_HISTORY_PATH") or DEFAULT_PATH
         return os.path.abspath(os.path.expanduser(path or DEFAULT_PATH))
+
+    def _metrics_path(self):
+        try:
+            path = self.get_option("metrics_path")
+        except Exception:  # pylint: disable=broad-exception-caught  # options not loaded: the environment, as documented
+            path = os.environ.get("SCHEDULED_EVENTS_METRICS_PATH")
+        return os.path.abspath(os.path.expanduser(path)) if path else ""
+
+    def _write_metrics(self, path):
+        """Add this run to the counters beside the textfile and rewrite both, under a lock shared by concurrent
+        runs (event-driven cycles run in parallel); the textfile is readable by node_exporter (0644)."""
+        parent = os.path.dirname(path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        counters_path = path + ".counters.json"
+        fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            try:
+                locked = _flock(fd, LOCK_TIMEOUT_S)
+            except _NoFlock:
+                locked = False   # as the history file: written without a lock where flock does not exist
+            try:
+                text = _read_text(counters_path)
+                counters, problem = load_counters(text)
+                if problem:
+                    self._warn_once("scheduled_events_history: %s: %s" % (counters_path, problem))
+                counters = add_run(counters, self._tally, time.time())
+                replace_file(counters_path, counters_text(counters), prefix=".metrics-", mode=0o644)
+                replace_file(path, render(controller_families(counters)), prefix=".metrics-", mode=0o644)
+            finally:
+                if locked:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
 
     def _path_for_messages(self):
         return self._history.path if self._history is not None else "the history file"

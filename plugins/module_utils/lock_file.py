@@ -76,15 +76,17 @@ def read_text(path):
         return None
 
 
-def replace_file(path, text, prefix=".lock-"):
-    """Write `text` to `path` in one step (a temporary file, mode 0600, then a rename): a reader sees the old
-    content or the new one, never half of it, even if this process is killed."""
+def replace_file(path, text, prefix=".lock-", mode=None):
+    """Write `text` to `path` in one step (a temporary file, mode 0600 unless `mode` says otherwise, then a
+    rename): a reader sees the old content or the new one, never half of it, even if this process is killed."""
     handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=prefix)
     try:
         with os.fdopen(handle, "w") as stream:
             stream.write(text)
             stream.flush()
             os.fsync(stream.fileno())
+        if mode is not None:
+            os.chmod(temporary, mode)
         os.replace(temporary, path)
     finally:
         if os.path.exists(temporary):

@@ -168,7 +168,7 @@ class Tracker:
             record["previous_observed_at"] = utc_iso(previous_seen_at)
         return record
 
-    def _quiet(self, state_has_work):
+    def quiet(self, state_has_work):
         """Quiet only on a fresh view: never before a first read, nor while IMDS does not answer."""
         fresh = self.key is not None and not self.last_error
         return fresh and is_quiet(self.document, state_has_work, self.vm.get("name", ""))
@@ -182,7 +182,7 @@ class Tracker:
         self.last_push_at = at
         document = self.document
         push = {"version": PUSH_VERSION, "kind": kind, "host": self.settings.host, "vm": self.vm.get("name", ""),
-                "sent_at": utc_iso(at), "quiet": self._quiet(state_has_work), "document_available": document is not None,
+                "sent_at": utc_iso(at), "quiet": self.quiet(state_has_work), "document_available": document is not None,
                 "document_incarnation": (document or {}).get("DocumentIncarnation"),
                 "imds_ok": not self.last_error, "imds_errors": self.imds_errors,
                 "in_started_event": in_started_event(document, self.vm.get("name", "")),

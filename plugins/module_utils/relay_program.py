@@ -10,7 +10,8 @@ modules' client (Metadata header, no proxy, no redirects, the first-call budget,
 - spools a push per change (a file per push, written before anything else, so a killed relay loses
   nothing) and sends the spool in order to the controller, signed, with bounded retries; the spool is
   bounded too (the oldest pushes go first; the newest always stays);
-- sends a heartbeat every few seconds when the spool is empty.
+- sends a heartbeat every few seconds when the spool is empty;
+- writes its Prometheus metrics (relay_metrics.py) to a node_exporter textfile, if asked to.
 What a poll means is decided in relay.py; this file is the I/O around it.
 """
 
@@ -37,6 +38,11 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.histor
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.imds import ImdsClient, ImdsError
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_file import replace_file
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import read_document
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.prometheus_text import render
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay_metrics import (
+    RelayCounters,
+    relay_families,
+)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import (
     SIGNATURE_HEADER,
     RelaySettings,
@@ -67,6 +73,8 @@ class RelayConfig:
     push_timeout: float = 5.0
     max_backoff: float = 5.0              # a Preempt gives 30 s: never wait long between tries
     ca_file: str = ""                     # CA bundle for an https controller_url ("" the system's)
+    metrics_path: str = ""                # node_exporter textfile (.prom) for the relay's metrics ("" none)
+    metrics_seconds: float = 15.0         # how often it is rewritten (also at each change of the document)
 
     @classmethod
     def from_file(cls, path):
@@ -90,8 +98,12 @@ class RelayConfig:
     def check(self):
         if not self.controller_url.startswith(("http://", "https://")):
             raise ConfigError("controller_url %r is not an http:// or https:// URL." % self.controller_url)
-        if self.poll_interval <= 0 or self.heartbeat_seconds <= 0 or self.push_timeout <= 0:
-            raise ConfigError("poll_interval, heartbeat_seconds and push_timeout must be positive.")
+        if self.poll_interval <= 0 or self.heartbeat_seconds <= 0 or self.push_timeout <= 0 \
+                or self.metrics_seconds <= 0:
+            raise ConfigError("poll_interval, heartbeat_seconds, push_timeout and metrics_seconds must be positive.")
+        if self.metrics_path and not self.metrics_path.endswith(".prom"):
+            raise ConfigError("metrics_path %r must end in .prom (node_exporter's textfile collector reads only "
+                              "those)." % self.metrics_path)
         if self.spool_max_entries < 1:
             raise ConfigError("spool_max_entries must be at least 1.")
 
@@ -243,11 +255,12 @@ SENT, REFUSED, FAILED = "sent", "refused", "failed"
 class Sender:
     """Sends the spool to the controller in order, in a thread of its own; heartbeats only when it is empty."""
 
-    def __init__(self, config, spool, token, stop):
+    def __init__(self, config, spool, token, stop, outcomes=None):
         self.config = config
         self.spool = spool
         self.token = token
         self.stop = stop
+        self.outcomes = outcomes if outcomes is not None else {}   # result -> count (the metrics')
         self.wake = threading.Event()
         self.heartbeat = None   # type: Optional[Dict[str, Any]]
         self.failures = 0
@@ -286,6 +299,7 @@ class Sender:
                 self.wake.clear()
                 continue
             outcome = self.post(push)
+            self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
             if outcome == SENT or outcome == REFUSED:
                 self.failures = 0
                 self.sent += outcome == SENT
@@ -336,17 +350,43 @@ def has_saved_work(path):
     return status == "corrupt" or bool(state and state["events"])
 
 
+class Metrics:
+    """The relay's textfile: rewritten every metrics_seconds and at each change, atomically, readable by
+    node_exporter (0644); a write that fails is said once in the log and never stops the relay."""
+
+    def __init__(self, path, every):
+        self.path = path
+        self.every = every
+        self.written_at = None   # type: Optional[float]
+        self.failing = False
+
+    def due(self, now, changed):
+        return bool(self.path) and (changed or self.written_at is None or now - self.written_at >= self.every)
+
+    def write(self, now, text):
+        self.written_at = now
+        try:
+            replace_file(self.path, text, prefix=".metrics-", mode=0o644)
+            self.failing = False
+        except OSError as exc:
+            if not self.failing:
+                log("cannot write the metrics file %s (%s); the relay goes on." % (self.path, exc))
+            self.failing = True
+
+
 class Relay:
     def __init__(self, config, token, stop=None, clock=time.time):
         self.config = config
         self.stop = stop or threading.Event()
         self.clock = clock
+        self.counters = RelayCounters(started_at=clock())
+        self.metrics = Metrics(config.metrics_path, config.metrics_seconds)
         self.client = ImdsClient(base_url=config.imds_url, api_version=config.api_version, timeout=2.0, retries=0)
         self.tracker = Tracker(RelaySettings(host=config.host, heartbeat_seconds=config.heartbeat_seconds,
                                              poll_interval=config.poll_interval))
         self.spool = Spool(config.state_dir, config.spool_max_entries)
         self.history = History(config.history_path, config.history_max_bytes)
-        self.sender = Sender(config, self.spool, token, self.stop)
+        self.sender = Sender(config, self.spool, token, self.stop, self.counters.pushes)
 
     def identify(self):
         """The VM's identity from compute metadata (retried until it answers: the first call may take minutes)."""
@@ -375,6 +415,16 @@ class Relay:
             self.history.append(step.record)
         elif step.push is not None:
             self.sender.offer_heartbeat(step.push)
+        self.counters.polls += 1
+        if self.metrics.due(now, step.record is not None):
+            self.metrics.write(now, self.metrics_text(work))
+
+    def metrics_text(self, work):
+        # type: (bool) -> str
+        tracker, counters = self.tracker, self.counters
+        counters.spool_depth, counters.spool_dropped = len(self.spool.seqs()), self.spool.dropped
+        return render(relay_families(tracker.document, tracker.vm.get("name", ""), tracker.quiet(work),
+                                     tracker.imds_errors, tracker.last_success_at, counters))
 
     def run(self, ticks=time.monotonic):
         """Poll on a monotonic schedule (a wall-clock step neither stalls nor races the loop); 1 when the

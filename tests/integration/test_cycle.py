@@ -45,14 +45,17 @@ def test_the_history_records_each_prepare_and_recover_as_it_begins_with_the_way_
     try:
         bench = CycleBench(fleet, tmp_path)
         history = tmp_path / "history.jsonl"
+        textfile = tmp_path / "textfile" / "azure_scheduled_events_controller.prom"
+        env = capture_env(history, SCHEDULED_EVENTS_METRICS_PATH=str(textfile))
         (event_id,) = fleet.inject({"key": "cancelled", "type": "Reboot", "source": "Platform", "notice_s": 900,
                                     "resources": {"fault_domain": 0}})
         policy = {"maintenance_cycle_approve_prepared_events": False}
-        assert bench.run(extra=policy, env=capture_env(history)).returncode == 0
+        assert bench.run(extra=policy, env=env).returncode == 0
         fleet.cancel(event_id)
         driven = dict(policy, maintenance_cycle_trigger="event-driven")
-        assert bench.run(extra=driven, env=capture_env(history)).returncode == 0
+        assert bench.run(extra=driven, env=env).returncode == 0
         captured = read_history(history)
+        assert_controller_metrics(textfile, len(fleet.truth()[0]["resources"]))
         assert_valid(captured)
         for action, trigger in (("prepare", "schedule"), ("recover", "event-driven")):
             logged = by_event(bench.actions(action), event_id)
@@ -66,6 +69,26 @@ def test_the_history_records_each_prepare_and_recover_as_it_begins_with_the_way_
                 assert min(seen) <= began <= logged[record["host"]], "begun after the read, before the task ran"
     finally:
         fleet.close()
+
+
+def assert_controller_metrics(textfile: Path, hosts: int) -> None:
+    """The controller's textfile after those two runs, as Prometheus parses it."""
+    from prometheus_client.parser import text_string_to_metric_families
+    found = {s.name + "".join(f"{{{k}={v}}}" for k, v in sorted(s.labels.items())): s.value
+             for family in text_string_to_metric_families(textfile.read_text()) for s in family.samples}
+    assert found["azure_scheduled_events_prepares_total{trigger=schedule}"] == hosts
+    assert found["azure_scheduled_events_recovers_total{trigger=event-driven}"] == hosts
+    assert found["azure_scheduled_events_prepares_total{trigger=event-driven}"] == 0
+    assert found["azure_scheduled_events_cycle_runs_total{result=ok}{trigger=schedule}"] == 1
+    assert found["azure_scheduled_events_cycle_runs_total{result=ok}{trigger=event-driven}"] == 1
+    assert found["azure_scheduled_events_cycles_total{trigger=schedule}"] == 1
+    assert found["azure_scheduled_events_recover_failures_total{trigger=event-driven}"] == 0
+    assert found["azure_scheduled_events_approvals_total{result=approved}"] == 0
+    # each prepare began within the run that first read the event: seconds, counted in the histogram
+    assert found["azure_scheduled_events_reaction_seconds_count{trigger=schedule}"] == hosts
+    assert found["azure_scheduled_events_reaction_seconds_bucket{le=60}{trigger=schedule}"] == hosts
+    assert found["azure_scheduled_events_fault_domains_in_maintenance"] == 1
+    assert oct(textfile.stat().st_mode & 0o777) == "0o644"
 
 
 # ----------------------------------------------------------------- the full walk, with watch.yml

@@ -252,3 +252,41 @@ def test_bad_configuration_is_one_sentence_and_exit_2(tmp_path: Path, fleet: Liv
     assert relay.process.returncode == 2 and "Traceback" not in stderr
     assert "is readable by others (mode 644); make it 0600." in stderr
 
+
+
+def metrics(path: Path) -> Dict[str, float]:
+    """The relay's textfile as Prometheus reads it: "name{k=v,...}" -> value."""
+    from prometheus_client.parser import text_string_to_metric_families
+    return {s.name + "".join(f"{{{k}={v}}}" for k, v in sorted(s.labels.items())): s.value
+            for family in text_string_to_metric_families(path.read_text()) for s in family.samples}
+
+
+def test_the_metrics_textfile_follows_the_event_the_polls_and_the_controller(tmp_path: Path, fleet: LiveFleet) -> None:
+    port = free_port()
+    vm = fleet.vms[0]
+    textfile = tmp_path / "textfile" / "azure_scheduled_events.prom"
+    textfile.parent.mkdir()
+    relay = RelayBench(tmp_path, fleet, vm, port, metrics_path=str(textfile), metrics_seconds=0.5)
+    relay.start()
+    reboot = "azure_scheduled_events_events{event_source=Platform}{event_status=Scheduled}{event_type=Reboot}"
+    try:
+        wait_for(lambda: textfile.exists(), 30, "the first metrics file")
+        assert metrics(textfile)["azure_scheduled_events_quiet"] == 1
+        (event_id,) = fleet.inject(dict(REBOOT, resources={"names": [vm]}))   # the controller is down
+        seen = wait_for(lambda: [m for m in [metrics(textfile)] if m[reboot] == 1], 10, "the event counted")[0]
+        receiver = Receiver(port)
+        drained = wait_for(lambda: [m for m in [metrics(textfile)]
+                                    if m["azure_scheduled_events_spool_pushes"] == 0], 30, "the spool drained")[0]
+        receiver.close()
+    finally:
+        relay.stop()
+    (truth,) = [e for e in fleet.truth() if e["event_id"] == event_id]
+    assert seen["azure_scheduled_events_quiet"] == 0
+    assert seen["azure_scheduled_events_spool_pushes"] >= 1, "the change waits for the controller"
+    assert seen["azure_scheduled_events_pushes_total{result=failed}"] >= 1
+    assert abs(seen["azure_scheduled_events_next_not_before_timestamp_seconds"] - epoch(truth["not_before"])) < 1
+    assert drained["azure_scheduled_events_pushes_total{result=sent}"] >= 1
+    assert drained["azure_scheduled_events_polls_total"] > seen["azure_scheduled_events_polls_total"] > 0
+    assert time.time() - drained["azure_scheduled_events_last_successful_poll_timestamp_seconds"] < 30
+    assert oct(textfile.stat().st_mode & 0o777) == "0o644", "node_exporter, another user, must read it"
+    assert [p.name for p in textfile.parent.iterdir()] == [textfile.name], "no temporary file left"
