@@ -25,6 +25,8 @@ Every wait is bounded; --max-minutes bounds the whole run; processes are killed 
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import shutil
 import signal
 import statistics
@@ -47,6 +49,7 @@ from tests import timing  # noqa: E402
 from tools.report import write_section  # noqa: E402
 from tools.soak import epoch, percentile  # noqa: E402
 from tools.relay_fleet import RelayFleet, environment, kill_tree, tree_cpu  # noqa: E402
+from tests.modules.history_helpers import capture_env  # noqa: E402
 
 WORK = REPO / "build" / "bench-reaction"
 REPORT = REPO / "docs" / "benchmarks.md"
@@ -141,11 +144,12 @@ class Result:
     relay_rss_mib: Optional[float] = None
     relay_cpu_pct: Optional[float] = None
     notes: List[str] = field(default_factory=list)
+    histories: List[Path] = field(default_factory=list)   # what the run recorded (cycles' callback, relays)
 
 
 def run_eda(size: int, events: int, collections: Path) -> Result:
     fleet = LiveFleet(None, time_scale=1.0, fleet=FleetSpec(name=f"avset-eda-{size}", vms=size, fault_domains=3))
-    run = RelayFleet(WORK / f"eda-{size}", fleet, collections, wait_for)
+    run = RelayFleet(WORK / f"eda-{size}", fleet, collections, wait_for, capture=True)
     try:
         run.start()
         bench = run.bench
@@ -174,7 +178,7 @@ def run_eda(size: int, events: int, collections: Path) -> Result:
         found = outcomes(fleet, bench, ids)
         return Result("event-driven", size, found, controller_cpu_s=(cpu1 - cpu0) / events,
                       relay_rss_mib=max_rss, relay_cpu_pct=100 * statistics.mean(relay_cpu) / (wall1 - wall0),
-                      notes=[f"{wall1 - wall0:.0f} s of events"])
+                      notes=[f"{wall1 - wall0:.0f} s of events"], histories=run.histories())
     finally:
         run.close()
         fleet.close()
@@ -187,7 +191,8 @@ def run_watch(size: int, events: int) -> Result:
     bench = CycleBench(fleet, work)
     window = events * WATCH_GAP_S + WAIT_PREPARE_S + 120
     command, env = bench.command("watch", False, True, True, {
-        "watch_seconds": window + 120, "watch_poll_interval": 1, "watch_round_seconds": 10}, size, None)
+        "watch_seconds": window + 120, "watch_poll_interval": 1, "watch_round_seconds": 10}, size,
+        capture_env(work / "cycles.jsonl"))
     proc: Optional[subprocess.Popen] = None
     try:
         with (work / "watch.log").open("w") as log:
@@ -208,10 +213,26 @@ def run_watch(size: int, events: int) -> Result:
         wait_for(lambda: all(settled(fleet, bench, i) for i in ids), WAIT_PREPARE_S + 120, "the events to settle",
                  interval=1.0)
         cpu1 = tree_cpu(proc.pid)
-        return Result("watch", size, outcomes(fleet, bench, ids), controller_cpu_s=(cpu1 - cpu0) / events)
+        return Result("watch", size, outcomes(fleet, bench, ids), controller_cpu_s=(cpu1 - cpu0) / events,
+                      histories=[work / "cycles.jsonl"])
     finally:
         kill_tree(proc)
         fleet.close()
+
+
+def write_history(results: List[Result], destination: Path) -> Path:
+    """Every run's histories in one gzip file the notebooks read (fleets have names of their own per run), with
+    the sidecar that says it is simulated."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(destination, "wb") as out:
+        for result in results:
+            for path in result.histories:
+                if path.exists():
+                    out.write(path.read_bytes())
+    destination.with_name(destination.name + ".meta.json").write_text(json.dumps({
+        "simulated": True, "time_scale": 1.0,
+        "source": "make bench-reaction: " + ", ".join(f"{r.way} {r.size} VMs" for r in results)}) + "\n")
+    return destination
 
 
 # --- report ----------------------------------------------------------------------------------------
@@ -273,6 +294,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--watch-size", type=int, default=50)
     parser.add_argument("--max-minutes", type=float, default=60.0, help="the whole run stops after this")
     parser.add_argument("--report", default=str(REPORT), help="markdown file to append to ('' for none)")
+    parser.add_argument("--history", default=str(WORK / "reaction-history.jsonl.gz"),
+                        help="one history of every run (the cycles' callback and the relays), gzip, with a "
+                             ".meta.json sidecar ('' for none)")
     return parser.parse_args(argv)
 
 
@@ -300,6 +324,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             return 1
     text = render(results, argv, time.monotonic() - started)
     print(text)
+    history = write_history(results, Path(args.history)) if args.history else None
+    if history:
+        print(f"the runs' histories (cycles and relays, for the reaction notebook): {history}")
     report = Path(args.report) if args.report else None
     if report:
         write_section(report, SECTION, text)

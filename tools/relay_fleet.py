@@ -26,6 +26,7 @@ if str(REPO) not in sys.path:
 
 from tests.eda.rulebook_setup import RulebookSetup, listening  # noqa: E402
 from tests.integration.runner import CycleBench  # noqa: E402
+from tests.modules.history_helpers import capture_env  # noqa: E402
 from tests.live_fleet import LiveFleet  # noqa: E402
 from tools.stage_collection import stage  # noqa: E402
 
@@ -234,11 +235,23 @@ class RelayFleet:
     setup: RulebookSetup = field(init=False)
     relays: List[Relay] = field(default_factory=list)
     rulebook: Optional[subprocess.Popen] = None
+    capture: bool = False   # the cycles' history callback on, writing cycles.jsonl (reads, approvals, actions)
 
     def __post_init__(self) -> None:
         self.work.mkdir(parents=True, exist_ok=True)
         self.bench = CycleBench(self.fleet, self.work)
         self.setup = RulebookSetup(self.work, TOKEN, self.fleet.vms)
+        if self.capture:
+            self.setup.env.update(capture_env(self.cycles_history))
+
+    @property
+    def cycles_history(self) -> Path:
+        return self.work / "cycles.jsonl"
+
+    def histories(self) -> List[Path]:
+        """What this run recorded: the cycles' history (when captured) and each relay's change-only history."""
+        found = [self.cycles_history] if self.cycles_history.exists() else []
+        return found + [r.history for r in self.relays if r.history.exists()]
 
     @property
     def log(self) -> Path:
