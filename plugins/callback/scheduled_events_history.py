@@ -62,7 +62,8 @@ options:
         prepares and recovers begun, recover failures, approvals by result, fault domains in maintenance, and the
         reaction (first read showing an event -> prepare began) as a histogram, by way of running. Counters
         across runs are kept beside it in C(<metrics_path>.counters.json). V("") (the default) writes none.
-    type: path
+      - A leading C(~) is the home of the user running Ansible.
+    type: str
     default: ""
     env:
       - name: SCHEDULED_EVENTS_METRICS_PATH
