@@ -7,6 +7,9 @@ from typing import Optional, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_HISTORY = REPO / "notebooks" / "data" / "sample-history.simulated.jsonl.gz"
+# `make bench-reaction`'s runs (relays' change-only histories and the cycles' callback records, event-driven and
+# watch): the sample of the reaction notebook, whose questions the simulator's sample cannot answer.
+REACTION_SAMPLE = REPO / "notebooks" / "data" / "reaction-sample.simulated.jsonl.gz"
 # Written by `make demo` (tools/demo.py), with a .meta.json sidecar giving its time scale.
 DEMO_HISTORY = Path.home() / ".ansible" / "scheduled_events" / "demo-history.jsonl"
 ENVIRONMENT = "SCHEDULED_EVENTS_HISTORY"
@@ -17,9 +20,9 @@ def default_history() -> str:
     return choose_history()[0]
 
 
-def choose_history(given: Optional[str] = None) -> Tuple[str, str]:
+def choose_history(given: Optional[str] = None, sample: Path = SAMPLE_HISTORY) -> Tuple[str, str]:
     """(the history to load, one sentence saying which it is and why). A history nobody named is never a
-    silent choice: the sentence says loudly that it is not the user's data."""
+    silent choice: the sentence says loudly that it is not the user's data. `sample`: the last resort."""
     if given:
         return str(given), f"history: {given} (as given)."
     chosen = os.environ.get(ENVIRONMENT, "").strip()
@@ -28,4 +31,4 @@ def choose_history(given: Optional[str] = None) -> Tuple[str, str]:
     fallback = f"NOT YOUR DATA: no history was given (pass one, or set ${ENVIRONMENT}), so this reads "
     if DEMO_HISTORY.is_file() and DEMO_HISTORY.stat().st_size > 0:
         return str(DEMO_HISTORY), fallback + f"the last `make demo` capture, {DEMO_HISTORY} (simulated)."
-    return str(SAMPLE_HISTORY), fallback + f"the shipped simulated sample, {SAMPLE_HISTORY}."
+    return str(sample), fallback + f"the shipped simulated sample, {sample}."

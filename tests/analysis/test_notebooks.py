@@ -15,6 +15,8 @@ from tests.analysis.histories import event, observation, simulate, write_lines, 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 SAMPLE = REPO / "notebooks" / "data" / "sample-history.simulated.jsonl.gz"
+# make bench-reaction's runs: relays' change-only histories with the cycles' callback records (event-driven, watch)
+RELAY_CAPTURE = REPO / "notebooks" / "data" / "reaction-sample.simulated.jsonl.gz"
 
 
 def execute(notebook: Path, out: Path, monkeypatch: pytest.MonkeyPatch, **parameters: Any) -> Dict[str, Any]:
@@ -99,3 +101,14 @@ def test_the_reaction_notebook_shows_each_way_of_running_and_the_late_preparatio
     assert "event-driven" in output and "watch" in output and "2 prepares begun for 3" in output
     assert images_in(executed) == 1
     assert re.search(r"\bP\s+vm0\s+Preempt\s+watch\b", output), "the late Preempt is listed"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_each_notebook_runs_on_relay_histories_mixed_with_a_cycles_capture(notebook: Path, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    executed = execute(notebook, tmp_path / notebook.name, monkeypatch, history=str(RELAY_CAPTURE))
+    output = text_of(executed)
+    assert "SIMULATED" in output and "change-only" in output, "the relays' series are said to be change-only"
+    if notebook.stem == "reaction":
+        assert re.search(r"event-driven\s+Preempt", output) and re.search(r"watch\s+Preempt", output)
+        assert images_in(executed) == 1
