@@ -234,7 +234,7 @@ def ticks(fleet: FleetView, pushes: Dict[float, str], until: float, tick: float 
 def test_one_events_news_spread_over_a_second_starts_one_cycle_on_all_of_its_vms() -> None:
     fleet = view(gather_seconds=1.0)
     runs = ticks(fleet, {0.0: "vm0", 0.4: "vm1", 0.9: "vm2"}, until=3)
-    assert [r.hosts for _, r in runs] == [HOSTS], \
+    assert [r.hosts for _at, r in runs] == [HOSTS], \
         "regression: the first push started a cycle on one VM and the next pushes more cycles (one per event now)"
     assert runs[0][0] == 1.0, "the cycle starts gather_seconds after the first news, not later"
 

@@ -46,13 +46,16 @@ def test_only_events_listing_this_vm_count_and_every_known_combination_is_writte
                                  pushes={"sent": 5, "refused": 1, "failed": 2}))
     kind, events = families["azure_scheduled_events_events"]
     assert kind == "gauge" and len(events) == 5 * 2 * 2 + 1
-    key = lambda t, s, o: ("azure_scheduled_events_events", ("event_source", o), ("event_status", s), ("event_type", t))
+
+    def key(event_type: str, status: str, source: str) -> tuple:
+        return ("azure_scheduled_events_events", ("event_source", source), ("event_status", status),
+                ("event_type", event_type))
     assert events[key("Reboot", "Scheduled", "Platform")] == 1, "B lists vm1 only"
     assert events[key("Freeze", "Started", "Platform")] == 1 and events[key("other", "Scheduled", "other")] == 1
     assert sum(events.values()) == 3
     assert families["azure_scheduled_events_next_not_before_timestamp_seconds"][1] == {
         ("azure_scheduled_events_next_not_before_timestamp_seconds",): NOT_BEFORE_EPOCH}
-    single = {name: next(iter(values.values())) for name, (_, values) in families.items() if len(values) == 1}
+    single = {name: next(iter(values.values())) for name, (_kind, values) in families.items() if len(values) == 1}
     assert single["azure_scheduled_events_document_incarnation"] == 7
     assert single["azure_scheduled_events_polls"] == 12 and families["azure_scheduled_events_polls"][0] == "counter"
     assert single["azure_scheduled_events_spool_pushes"] == 3 and single["azure_scheduled_events_spool_dropped"] == 1
