@@ -12,7 +12,7 @@ DataFrames for `show`, which prints a sentence instead of an empty table.
 from __future__ import annotations
 
 import warnings
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
@@ -212,6 +212,23 @@ def _rows_axis(ax: Axes, rows: pd.DataFrame, name: str) -> None:
     ax.grid(axis="x", alpha=0.3)
 
 
+Panels = List[Tuple[str, pd.DataFrame]]
+
+
+def _interval_panels(rows: pd.DataFrame, group: str, low: str, high: str, title: str,
+                     colors: Callable[[pd.DataFrame], Sequence[str]]) -> Tuple[Figure, List[Axes], Panels]:
+    """One panel per value of `group`: each row its [low, high] segment in colors(part), x on a log scale when
+    the values span decades; the caller adds what is particular to its figure (lines, legend)."""
+    groups = _sorted_groups(rows, group, low)
+    fig, axes = _figure([len(part) for _, part in groups], title)
+    for ax, (key, part) in zip(axes, groups):
+        _segments(ax, part, low, high, list(colors(part)))
+        _log_if_wide(ax, part, low, high)
+        _rows_axis(ax, part, key)
+    axes[-1].set_xlabel("seconds")
+    return fig, axes, groups
+
+
 def _sorted_groups(rows: pd.DataFrame, group: str, low: str) -> List[Tuple[str, pd.DataFrame]]:
     """One panel's rows per group, sorted by the lower bound so that the spread reads as a slope."""
     return [(str(key), part.sort_values([low, "vm"]).reset_index(drop=True))
@@ -232,16 +249,13 @@ def notice_intervals(checked: pd.DataFrame) -> Optional[Figure]:
         _empty("no event with a notice time in this history (no Scheduled event, or none with a NotBefore): "
                "nothing to plot.")
         return None
-    groups = _sorted_groups(rows, "event_type", "notice_s_min")
     skipped = int(checked["first_seen_started"].astype(bool).sum())
-    fig, axes = _figure([len(part) for _, part in groups],
-                        "Notice per lifecycle: NotBefore minus first appearance, as [min, max] seconds"
-                        + (f"\n({skipped} lifecycle(s) first seen Started not shown: see no_notice)" if skipped else ""))
-    for ax, (event_type, part) in zip(axes, groups):
-        colors = [VERDICT_COLORS.get(str(v), "tab:blue") for v in part["notice_verdict"]]
-        _segments(ax, part, "notice_s_min", "notice_s_max", colors)
-        _log_if_wide(ax, part, "notice_s_min", "notice_s_max")
-        _rows_axis(ax, part, event_type)
+    fig, axes, groups = _interval_panels(
+        rows, "event_type", "notice_s_min", "notice_s_max",
+        "Notice per lifecycle: NotBefore minus first appearance, as [min, max] seconds"
+        + (f"\n({skipped} lifecycle(s) first seen Started not shown: see no_notice)" if skipped else ""),
+        lambda part: [VERDICT_COLORS.get(str(v), "tab:blue") for v in part["notice_verdict"]])
+    for ax, (_event_type, part) in zip(axes, groups):
         minimum = part["documented_min_s"].dropna()
         if len(minimum):
             ax.axvline(float(minimum.iloc[0]), color="black", linestyle="--", linewidth=1)
@@ -320,15 +334,9 @@ def started_to_gone(lifecycles: pd.DataFrame) -> Optional[Figure]:
     if rows.empty:
         _empty("no event was seen Started in this history: no Started-to-gone time to plot.")
         return None
-    groups = _sorted_groups(rows, "event_type", "started_to_gone_s_min")
-    fig, axes = _figure([len(part) for _, part in groups], "Started to gone, as [min, max] seconds")
-    for ax, (event_type, part) in zip(axes, groups):
-        open_end = part["outcome"].astype(str).eq("open").to_numpy()
-        colors = np.where(open_end, "tab:purple", "tab:blue")
-        _segments(ax, part, "started_to_gone_s_min", "started_to_gone_s_max", list(colors))
-        _log_if_wide(ax, part, "started_to_gone_s_min", "started_to_gone_s_max")
-        _rows_axis(ax, part, event_type)
-    axes[-1].set_xlabel("seconds")
+    fig, axes, _groups = _interval_panels(
+        rows, "event_type", "started_to_gone_s_min", "started_to_gone_s_max", "Started to gone, as [min, max] seconds",
+        lambda part: np.where(part["outcome"].astype(str).eq("open").to_numpy(), "tab:purple", "tab:blue"))
     axes[0].legend(handles=[Line2D([], [], color="tab:blue", linewidth=4, label="gone"),
                             Line2D([], [], color="tab:purple", linewidth=4, label="still there (open)"),
                             _open_handle()],
@@ -503,14 +511,9 @@ def reaction_intervals(table: pd.DataFrame) -> Optional[Figure]:
     if rows.empty:
         _empty("no prepare in this history: nothing reacted (capture with the history callback to see actions).")
         return None
-    groups = _sorted_groups(rows, "trigger", "reaction_s_min")
-    fig, axes = _figure([len(part) for _, part in groups], "Reaction: event appeared -> prepare began (seconds)")
-    for ax, (trigger, part) in zip(axes, groups):
-        colors = np.where(part["late"].astype(bool), "tab:red", "tab:blue")
-        _segments(ax, part, "reaction_s_min", "reaction_s_max", colors)
-        _rows_axis(ax, part, trigger)
-        _log_if_wide(ax, part, "reaction_s_min", "reaction_s_max")
-    axes[-1].set_xlabel("seconds")
+    fig, axes, _groups = _interval_panels(
+        rows, "trigger", "reaction_s_min", "reaction_s_max", "Reaction: event appeared -> prepare began (seconds)",
+        lambda part: np.where(part["late"].astype(bool).to_numpy(), "tab:red", "tab:blue"))
     axes[0].legend(handles=[Patch(color="tab:blue", label="in time"), Patch(color="tab:red", label="late")],
                    loc="lower right", fontsize=8)
     return fig
