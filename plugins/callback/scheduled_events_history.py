@@ -98,6 +98,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.histor
     trigger_of)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_file import replace_file
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.prometheus_text import render
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.state_reader import read_text
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.cycle_metrics import (
     RunTally, add_run, controller_families, counters_text, load_counters, tally_plan, tally_record)
 
@@ -172,14 +173,6 @@ def _flock(fd, timeout):
             if exc.errno not in NO_FLOCK_ERRNOS:
                 raise
             raise _NoFlock(exc.strerror or str(exc))
-
-
-def _read_text(path):
-    try:
-        with open(path) as stream:
-            return stream.read()
-    except FileNotFoundError:
-        return None
 
 
 class CallbackModule(CallbackBase):
@@ -331,7 +324,7 @@ class CallbackModule(CallbackBase):
             except _NoFlock:
                 locked = False   # as the history file: written without a lock where flock does not exist
             try:
-                text = _read_text(counters_path)
+                text = read_text(counters_path)   # unreadable: the run warns and leaves both files as they are
                 counters, problem = load_counters(text)
                 if problem:
                     self._warn_once("scheduled_events_history: %s: %s" % (counters_path, problem))
