@@ -53,6 +53,7 @@ class EngineOptions:
     enabling_s: float = 0.0            # scenario seconds of 200-with-empty-body after enabling
     simulate_impact: bool = True       # rebooting VMs do not answer, frozen ones answer late
     record_served: bool = True         # keep every served document for the timeline
+    record_changes: bool = True        # keep every VM's document changes for the timeline (long runs: off)
     event_id_case: str = "upper"       # EventId case when neither the event nor its scenario says
 
 
@@ -513,8 +514,9 @@ class Engine:
             state.incarnation += 1
             state.events = [ev.wire() for ev in visible]
             state.known_ids.update(ev.event_id for ev in visible)
-            state.changes.append({"at": iso_utc(at), "incarnation": state.incarnation,
-                                  "events": state.events})
+            if self.options.record_changes:
+                state.changes.append({"at": iso_utc(at), "incarnation": state.incarnation,
+                                      "events": state.events})
 
     def vm_state(self, name: str) -> Optional[VMState]:
         return self.vms.get(name.lower())
@@ -565,8 +567,9 @@ class Engine:
             return False
         if state.enabled_at is not None and self.options.reset_incarnation_on_reenable:
             state.incarnation = 1  # the service restarts its count: incarnations go backwards
-            state.changes.append({"at": iso_utc(at), "incarnation": 1, "events": state.events,
-                                  "note": "re-enabled after 24 h without requests"})
+            if self.options.record_changes:
+                state.changes.append({"at": iso_utc(at), "incarnation": 1, "events": state.events,
+                                      "note": "re-enabled after 24 h without requests"})
         state.enabled_at = at
         return True
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import IO, Dict, Iterator, List, Optional, Set, TextIO, Tuple
 
-from .engine import Engine
+from .engine import Engine, Served
 from .wire import iso_utc
 
 APPROVAL_POLICIES = ("none", "user", "all")
@@ -34,6 +34,9 @@ class GenerateOptions:
     api_version: str = "2020-07-01"
     approve: str = "none"
     change_only: bool = False  # the event relay's history: a line per change, with previous_observed_at
+    # change-only: visit every poll instead of only those where something can change (slow; the fast path's
+    # reference in tests)
+    every_poll: bool = False
 
 
 @dataclass
@@ -83,48 +86,82 @@ def generate(engine: Engine, options: GenerateOptions, out: TextIO, seed: int = 
     if options.poll_interval_s <= 0:
         raise ValueError("poll interval must be positive.")
     end = engine.start + timedelta(days=options.days)
-    stats = GenerateStats()
-    vm_json = {s.vm.name: json.dumps(s.vm.observation_fields(), separators=(",", ":"))
-               for s in engine.vms.values()}
-    events_cache: Dict[Tuple[str, int], str] = {}
-    approved: Set[str] = set()
-    memory: Dict[str, _ChangeOnly] = {}
-    for at, name in _poll_times(engine, options.poll_interval_s, end, seed):
-        served = engine.serve(name, options.api_version, at)
+    poller = Poller(engine, options, out)
+    if options.change_only and not options.every_poll:
+        from .change_steps import poll_changes  # the fast path: only the polls where something can change
+        poll_changes(poller, end, _phases(engine, options.poll_interval_s, seed))
+    else:
+        for at, name in _poll_times(engine, options.poll_interval_s, end, seed):
+            poller.poll(name, at)
+    engine.advance_to(end)
+    poller.stats.events = len(engine.events)
+    return poller.stats
+
+
+class Poller:
+    """One poll of one VM, as a poller on it would make it: the answer, the line it writes, its approval."""
+
+    def __init__(self, engine: Engine, options: GenerateOptions, out: TextIO):
+        self.engine, self.options, self.out = engine, options, out
+        self.stats = GenerateStats()
+        self.vm_json = {s.vm.name: json.dumps(s.vm.observation_fields(), separators=(",", ":"))
+                        for s in engine.vms.values()}
+        self._events_json: Dict[Tuple[str, int], str] = {}
+        self._approved: Set[str] = set()
+        self._memory: Dict[str, _ChangeOnly] = {}
+
+    def poll(self, name: str, at: datetime) -> Served:
+        """Serve the VM's GET at `at`, write its line if one is due, approve as the policy says."""
+        served = self.engine.serve(name, self.options.api_version, at)
+        memory = self._memory.setdefault(name, _ChangeOnly())
         if served.kind not in ("document", "enabling"):
-            stats.silent_polls += 1
-            memory.setdefault(name, _ChangeOnly()).failed = True
-            continue
+            self.stats.silent_polls += 1
+            memory.failed = True
+            return served
         incarnation, events_json = None, "[]"
         if served.kind == "document":
-            doc = served.document
-            incarnation = doc["DocumentIncarnation"]  # type: ignore[index]
-            if (name, incarnation) not in events_cache:
-                events_cache[(name, incarnation)] = json.dumps(doc["Events"], separators=(",", ":"))  # type: ignore[index]
-            events_json = events_cache[(name, incarnation)]
-        due, previous = memory.setdefault(name, _ChangeOnly()).line_due((incarnation, events_json), at)
-        if due or not options.change_only:
-            change_fields = (previous, options.poll_interval_s) if options.change_only else (None, None)
-            out.write(observation_line(at, name, vm_json[name], incarnation, events_json, *change_fields))
-            stats.observations += 1
+            incarnation = served.document["DocumentIncarnation"]  # type: ignore[index]
+            events_json = self._events_text(name, incarnation, served.document)  # type: ignore[arg-type]
+        due, previous = memory.line_due((incarnation, events_json), at)
+        if due or not self.options.change_only:
+            change_fields = (previous, self.options.poll_interval_s) if self.options.change_only else (None, None)
+            self.out.write(observation_line(at, name, self.vm_json[name], incarnation, events_json, *change_fields))
+            self.stats.observations += 1
         if served.kind == "document":
-            stats.approvals += _maybe_approve(engine, options.approve, name, doc, at, approved, out,  # type: ignore[arg-type]
-                                              vm_json[name])
-    stats.events = len(engine.events)
-    return stats
+            self.stats.approvals += _maybe_approve(self.engine, self.options.approve, name, served.document,
+                                                   at, self._approved, self.out, self.vm_json[name])
+        return served
+
+    def skipped_until(self, name: str, at: datetime) -> None:
+        """The VM's polls up to `at` were skipped because they answered what its last one did: they still
+        kept the service enabled, and the next change's previous_observed_at is the last of them."""
+        self.engine.vms[name.lower()].last_request = at
+        self._memory[name].seen_at = at
+
+    def _events_text(self, name: str, incarnation: int, document: Dict) -> str:
+        key = (name, incarnation)
+        if key not in self._events_json:
+            self._events_json[key] = json.dumps(document["Events"], separators=(",", ":"))
+        return self._events_json[key]
+
+
+def _phases(engine: Engine, interval: float, seed: int) -> List[datetime]:
+    """Each VM's first poll, in fleet order: real pollers are not synchronised."""
+    rng = random.Random(seed ^ 0x5EED)
+    return [engine.start + timedelta(seconds=rng.uniform(0, interval)) for _ in engine.vms]
 
 
 def _poll_times(engine: Engine, interval: float, end: datetime, seed: int) -> Iterator[Tuple[datetime, str]]:
     """Every VM's poll times, merged in time order; deleted VMs stop polling."""
-    rng = random.Random(seed ^ 0x5EED)
     step = timedelta(seconds=interval)
-    heap = [(engine.start + timedelta(seconds=rng.uniform(0, interval)), i, s.vm.name)
-            for i, s in enumerate(engine.vms.values())]
+    heap = [(first, i, s.vm.name) for i, (first, s) in enumerate(zip(_phases(engine, interval, seed),
+                                                                     engine.vms.values()))]
     heapq.heapify(heap)
     while heap:
         at, index, name = heapq.heappop(heap)
         if at >= end:
             continue
+        engine.advance_to(at)  # a deletion due by now is applied before the VM would poll
         state = engine.vms[name.lower()]
         if state.deleted_at is not None and state.deleted_at <= at:
             continue

@@ -16,6 +16,7 @@ from imds_simulator import scenario as sc
 from imds_simulator.engine import Engine, EngineOptions
 from imds_simulator.fleet import FleetError, FleetSpec, build_fleet, load_fleet_spec
 from imds_simulator.offline import GenerateOptions, generate
+from tools.soak import busier_fleet_mix
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((REPO / "docs" / "observation.schema.json").read_text())
@@ -126,3 +127,58 @@ def test_fleet_file_is_validated(tmp_path: Path) -> None:
     bad.write_text(json.dumps({"vms": "six"}))
     with pytest.raises(FleetError, match="fleet field vms must be a whole number, not 'six'."):
         build_fleet(load_fleet_spec(str(bad)))
+
+
+# ----------------------------------------------------------------- change-only: only the polls that can change
+
+def _both_ways(scenario: sc.Scenario, days: float, poll: float, approve: str, seed: int,
+               engine_options: EngineOptions, **fleet: object) -> tuple:
+    """The same run written change-only twice: polling every tick (the reference) and jumping to changes."""
+    runs = []
+    for every_poll in (True, False):
+        engine = Engine(build_fleet(FleetSpec(**fleet)), scenario, T0, seed=seed,  # type: ignore[arg-type]
+                        options=engine_options)
+        out = io.StringIO()
+        stats = generate(engine, GenerateOptions(days=days, poll_interval_s=poll, approve=approve, change_only=True,
+                                                 every_poll=every_poll), out, seed=seed)
+        runs.append((out.getvalue(), stats, engine.event_summaries()))
+    return runs[0], runs[1]
+
+
+@pytest.mark.parametrize("poll, approve, seed, fleet", [
+    (1.0, "none", 3, {"vms": 6, "fault_domains": 3}),
+    (7.0, "user", 4, {"vms": 4, "fault_domains": 2, "sets": 3}),
+    (30.0, "all", 5, {"vms": 9, "fault_domains": 3, "sets": 2}),
+    (2.5, "user", 6, {"kind": "scale_set", "name": "vmss-app", "vms": 9, "zones": ["1", "2", "3"]}),
+])
+def test_jumping_to_changes_writes_what_polling_every_tick_writes(poll: float, approve: str, seed: int,
+                                                                   fleet: dict) -> None:
+    """Byte for byte, with the same counts (silent polls included) and the same events: on a busy fleet-mix
+    with reboots (VMs that do not answer), freezes, spot-less deletions, approvals that start events, sets
+    and zones, at several poll rates whose ticks fall anywhere relative to the changes."""
+    scenario = busier_fleet_mix(12.0)
+    (slow, slow_stats, slow_events), (fast, fast_stats, fast_events) = _both_ways(
+        scenario, days=0.6, poll=poll, approve=approve, seed=seed, engine_options=EngineOptions(record_served=False),
+        **fleet)
+    assert slow_stats.observations > 50 and slow_stats.silent_polls > 0 and slow_stats.events > 5
+    assert fast == slow
+    assert fast_stats == slow_stats
+    assert fast_events == slow_events
+
+
+def test_jumping_keeps_the_service_enabled_and_waits_out_the_enabling_window() -> None:
+    """The skipped polls still count as requests: a VM polled every minute is not disabled by the hours
+    between two events (disabled after 1 h here), and the enabling window ends with a line, exactly as
+    when every tick is polled."""
+    reboot = {"type": "Reboot", "source": "User", "description": "Virtual machine is going to be restarted.",
+              "duration_s": -1, "notice_s": 600, "started_for_s": 240, "resources": {"count": 1}}
+    scenario = sc.parse({"name": "two-reboots", "summary": "Two user reboots hours apart.",
+                         "events": [dict(reboot, key="early", at_s=200),
+                                    dict(reboot, key="late", at_s=6 * 3600)]}, {})
+    options = EngineOptions(record_served=False, disable_after_s=3600.0, enabling_s=95.0)
+    (slow, slow_stats, _), (fast, fast_stats, _) = _both_ways(
+        scenario, days=0.5, poll=60.0, approve="none", seed=8, engine_options=options, vms=3)
+    assert fast == slow and fast_stats == slow_stats
+    enabling = [json.loads(line)["host"] for line in fast.splitlines() if '"document_incarnation":null' in line]
+    assert sorted(enabling) == [f"avset-web-vm{i}" for i in range(3)]  # once each, at the start: never disabled
+    assert sum('"late"' in line or "Reboot" in line for line in fast.splitlines()) >= 6
