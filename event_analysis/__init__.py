@@ -7,12 +7,14 @@ from event_analysis.domains import domain_overlaps, domain_walk, fault_domain_wi
 from event_analysis.history import HistoryError, HistoryWarning, LoadReport, load_history, report_of, to_parquet
 from event_analysis.lifecycles import event_lifecycles
 from event_analysis.notice import notice_check, notice_summary
+from event_analysis.partitioned import partition_history
 from event_analysis.reaction import late_preparations, reaction_summary, reaction_table
 from event_analysis.sources import REACTION_SAMPLE, SAMPLE_HISTORY, choose_history, default_history
+from event_analysis.views import HistoryView, open_history
 
 __all__ = [
-    "REACTION_SAMPLE", "SAMPLE_HISTORY", "HistoryError", "HistoryWarning", "LoadReport", "choose_history", "default_history", "domain_overlaps", "domain_walk", "event_lifecycles",
-    "fault_domain_windows", "late_preparations", "load_history", "notice_check", "notice_summary", "reaction_summary",
-    "reaction_table", "report_of", "to_parquet",
-    "walk_order",
+    "REACTION_SAMPLE", "SAMPLE_HISTORY", "HistoryError", "HistoryView", "HistoryWarning", "LoadReport",
+    "choose_history", "default_history", "domain_overlaps", "domain_walk", "event_lifecycles",
+    "fault_domain_windows", "late_preparations", "load_history", "notice_check", "notice_summary", "open_history",
+    "partition_history", "reaction_summary", "reaction_table", "report_of", "to_parquet", "walk_order",
 ]

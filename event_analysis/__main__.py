@@ -1,11 +1,15 @@
-"""Command line: `python -m event_analysis {summary,to-parquet,from-awx}`.
+"""Command line: `python -m event_analysis {summary,to-parquet,partition,from-awx}`.
 
 `from-awx` writes the history an AWX / Automation Controller job (its REST API) or an ansible-runner
 artifacts folder holds to a JSON-lines file, which the notebooks and `summary` read like any other.
 
 `summary` answers the notebooks' first questions without Jupyter: which history it read, the lifecycles by
 outcome, notice per event type against the documented minimum, durations, and the fault-domain walk of each
-set with its overlap verdict.
+set with its overlap verdict. It reads files, globs, or a folder `partition` wrote, part by part.
+
+`partition` writes JSON-lines histories too big for memory (a month of a fleet's one-second relay histories)
+to a folder of Parquet parts by host, reading one file at a time; the notebooks and `summary` read such a
+folder one part at a time (see event_analysis/partitioned.py).
 """
 from __future__ import annotations
 
@@ -24,11 +28,10 @@ def summary_of(sources: List[str]) -> str:
     """The summary command's text (see the module docstring)."""
     import event_analysis.plots as plots  # matplotlib only for the summary, not for to-parquet
 
-    frame = ea.load_history(sources)
-    report = ea.report_of(frame)
-    lines = [plots.describe(frame)]
-    lines += [f"  {e.file}:{e.line}: {e.reason}: {e.text}" for e in report.examples]
-    lifecycles = ea.event_lifecycles(frame)
+    view = ea.open_history(sources[0] if len(sources) == 1 else sources)
+    lines = [view.description]
+    lines += [f"  {e.file}:{e.line}: {e.reason}: {e.text}" for e in view.report.examples]
+    lifecycles = view.lifecycles
     counts = lifecycles["outcome"].value_counts()
     lines.append(f"{len(lifecycles)} event lifecycles: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
     if lifecycles.empty:
@@ -64,6 +67,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     convert = sub.add_parser("to-parquet", help="convert JSON lines histories (.jsonl, .gz, globs) to one Parquet file")
     convert.add_argument("source", nargs="+")
     convert.add_argument("destination")
+    split = sub.add_parser("partition", help="write JSON lines histories to a folder of Parquet parts by host, "
+                                             "which summary and the notebooks read part by part")
+    split.add_argument("source", nargs="+")
+    split.add_argument("destination", help="a new (or empty) folder")
+    split.add_argument("--parts", type=int, default=ea.partitioned.DEFAULT_PARTS,
+                       help=f"how many parts (default {ea.partitioned.DEFAULT_PARTS}); memory holds one at a time")
     summary = sub.add_parser("summary", help="what a history holds and the notebooks' first answers: notice, durations, walk")
     summary.add_argument("source", nargs="+")
     job = sub.add_parser("from-awx", help="write the history of an AWX job or ansible-runner artifacts to a file")
@@ -79,6 +88,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.command == "to-parquet":
             report = ea.to_parquet(args.source, args.destination)
             print(f"{report.summary()[:-1]}; wrote {args.destination}.")
+        elif args.command == "partition":
+            report = ea.partition_history(args.source, args.destination, parts=args.parts)
+            print(f"{report.summary()[:-1]}; wrote {args.parts} parts to {args.destination}.")
         elif args.command == "from-awx":
             print(from_awx(args))
         else:

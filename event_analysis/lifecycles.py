@@ -100,7 +100,7 @@ def event_lifecycles(observations: pd.DataFrame, *, time_scale: Optional[float] 
         seen &= observations["affects_vm"].to_numpy(dtype=bool)
     rows = observations.loc[seen].reset_index(drop=True)
     if rows.empty:
-        return _empty(scale)
+        return no_lifecycles(scale)
     poll = polls.row_poll[seen]
     event_code = rows["event_id"].astype("category").cat.codes.to_numpy().astype(np.int64)
     key = pd.factorize(event_code * (len(rows["host"].cat.categories) + 1) + rows["host"].cat.codes.to_numpy())[0]
@@ -239,7 +239,7 @@ _MOMENTS = ("appeared_after", "first_seen", "not_before_first", "not_before", "l
             "started_seen", "last_seen", "gone_at", "approved_at")
 
 
-def _empty(scale: float) -> pd.DataFrame:
+def no_lifecycles(scale: float) -> pd.DataFrame:
     """No lifecycles, with the column types a non-empty result has, so that callers need no special case."""
     def dtype(name: str) -> str:
         if name in _MOMENTS:

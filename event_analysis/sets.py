@@ -51,17 +51,30 @@ def _codes(column: pd.Series) -> Tuple[List[str], np.ndarray]:
 def vm_sets(observations: pd.DataFrame) -> Dict[str, str]:
     """{vm: its set's label}: the scale set's name when IMDS named one, else `<first VM>'s set` (the VMs that
     saw a common event, by their alphabetically first member)."""
-    seen = observations[(observations["record"] == OBSERVATION) & observations["vm"].notna()]
+    return sets_from_evidence(set_evidence(observations))
+
+
+def set_evidence(observations: pd.DataFrame) -> pd.DataFrame:
+    """What tells sets apart, without the rest of the history: one row per (event, VM that saw it) and per
+    (VM, scale set IMDS named), as strings (`event_id`, `scale_set` missing where not given). Evidence of
+    several parts of a history, concatenated, gives the sets of the whole (see partitioned.py)."""
+    seen = observations.loc[(observations["record"] == OBSERVATION) & observations["vm"].notna(),
+                            ["vm", "event_id", "scale_set"]].drop_duplicates()  # on categories: cheap
+    return pd.DataFrame({"vm": seen["vm"].astype(str), "event_id": seen["event_id"].astype("string"),
+                         "scale_set": seen["scale_set"].astype("string")}).reset_index(drop=True)
+
+
+def sets_from_evidence(evidence: pd.DataFrame) -> Dict[str, str]:
+    """{vm: its set's label} from set_evidence rows (see vm_sets)."""
     union = _Union()
-    vms, vm_codes = _codes(seen["vm"])
+    vms, vm_codes = _codes(evidence["vm"])
     for vm in vms:
         union.find(vm)
-    events, event_codes = _codes(seen["event_id"])
-    pairs = pd.DataFrame({"event": event_codes, "vm": vm_codes})
-    pairs = pairs[pairs["event"] >= 0].drop_duplicates()  # one row per (event, VM that saw it), as codes
-    for members in pairs.groupby("event", sort=False)["vm"]:
+    seen = evidence["event_id"].notna().to_numpy(dtype=bool)
+    pairs = pd.DataFrame({"event": pd.factorize(evidence["event_id"][seen])[0], "vm": vm_codes[seen]})
+    for members in pairs.drop_duplicates().groupby("event", sort=False)["vm"]:
         union.join(vms[code] for code in members[1])
-    named = seen.loc[seen["scale_set"].notna() & (seen["scale_set"].astype(str) != ""), ["scale_set", "vm"]]
+    named = evidence.loc[evidence["scale_set"].notna() & (evidence["scale_set"] != ""), ["scale_set", "vm"]]
     scale_sets = dict((name, list(members)) for name, members
                       in named.astype(str).drop_duplicates().groupby("scale_set", sort=False)["vm"])
     for members in scale_sets.values():

@@ -23,6 +23,8 @@ from .jsonfile import read_json
 KINDS = ("availability_set", "scale_set")
 SCOPES = ("set", "affected_only")
 ZONES = ("1", "2", "3")
+MAX_SET_VMS = 1000     # a scale set's maximum (an availability set's is 200)
+MAX_FLEET_VMS = 10000  # a month of one-second polls of a fleet this size is still an offline run of minutes
 MAX_SETS = len(string.ascii_lowercase)  # derived set names end in a letter: <name>-a, <name>-b, ...
 
 
@@ -209,8 +211,8 @@ def _check_spec(spec: FleetSpec) -> None:
         raise FleetError(f"fleet kind {spec.kind!r} is not one of {', '.join(KINDS)}.")
     if spec.scope not in SCOPES:
         raise FleetError(f"fleet scope {spec.scope!r} is not one of {', '.join(SCOPES)}.")
-    if not 1 <= spec.vms <= 1000:
-        raise FleetError(f"a fleet needs 1 to 1000 VMs, not {spec.vms}.")
+    if not 1 <= spec.vms <= MAX_SET_VMS:
+        raise FleetError(f"a set needs 1 to {MAX_SET_VMS} VMs, not {spec.vms}.")
     # Availability sets have at most 3 fault domains and 20 update domains;
     # scale-set placement groups use up to 5 fault domains.
     max_fd = 3 if spec.kind == "availability_set" else 5
@@ -221,8 +223,8 @@ def _check_spec(spec: FleetSpec) -> None:
     _check_sets(spec)
     _check_zones(spec)
     total = spec.vms * len(spec.set_list())
-    if total > 1000:
-        raise FleetError(f"a fleet needs 1 to 1000 VMs, not {total} ({spec.vms} in each of "
+    if total > MAX_FLEET_VMS:
+        raise FleetError(f"a fleet needs at most {MAX_FLEET_VMS} VMs, not {total} ({spec.vms} in each of "
                          f"{len(spec.set_list())} sets).")
     if spec.names and len(spec.names) != total:
         raise FleetError(f"the fleet lists {len(spec.names)} names for {total} VMs.")

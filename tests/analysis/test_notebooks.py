@@ -112,3 +112,21 @@ def test_each_notebook_runs_on_relay_histories_mixed_with_a_cycles_capture(noteb
     if notebook.stem == "reaction":
         assert re.search(r"event-driven\s+Preempt", output) and re.search(r"watch\s+Preempt", output)
         assert images_in(executed) == 1
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_each_notebook_says_the_same_of_a_partitioned_history(notebook: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder from `python -m event_analysis partition`, read part by part, gives every table and sentence
+    the file itself gives (the relays' and cycles' capture, on 5 parts)."""
+    import event_analysis as ea
+
+    ea.partition_history(str(RELAY_CAPTURE), tmp_path / "parts", parts=5)
+    as_file = text_of(execute(notebook, tmp_path / "file.ipynb", monkeypatch, history=str(RELAY_CAPTURE)))
+    as_parts = text_of(execute(notebook, tmp_path / "parts.ipynb", monkeypatch, history=str(tmp_path / "parts")))
+    assert "read part by part: 5 parts" in as_parts
+
+    def comparable(text: str) -> list:
+        return [line for line in text.splitlines() if "(as given)" not in line and "read part by part" not in line]
+
+    assert comparable(as_parts) == comparable(as_file) and len(comparable(as_file)) > 20

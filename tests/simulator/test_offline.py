@@ -93,7 +93,7 @@ def test_cli_generate_writes_gzip(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--vms", "0"], "a fleet needs 1 to 1000 VMs, not 0."),
+    (["--vms", "0"], "a set needs 1 to 1000 VMs, not 0."),
     (["--fault-domains", "4"], "an availability_set has 1 to 3 fault domains, not 4."),
     (["--scenario", "nope"], "no scenario named 'nope'"),
     (["--param", "x"], "--param 'x' must look like NAME=NUMBER."),

@@ -1,0 +1,122 @@
+"""A history partitioned by host and read part by part gives what the whole history gives."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import List
+
+import pandas as pd
+import pytest
+
+import event_analysis as ea
+from event_analysis import partitioned
+from tests.analysis.histories import action, approval, simulate, write_lines
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.filterwarnings("ignore::event_analysis.HistoryWarning")
+
+
+def _fleet_files(tmp: Path) -> List[Path]:
+    """Three sets (their fault domains 0 are different racks), change-only and per-poll series, approvals,
+    action records, a file written twice (duplicates of both kinds) and a bad line."""
+    relay = simulate(tmp, "fleet-mix", days=2, poll=5, seed=3, approve="user", change_only=True,
+                     name="relay.jsonl", vms=6, fault_domains=3, sets=2, set_names=["web", "db"])
+    polled = simulate(tmp, "fleet-mix", days=2, poll=120, seed=4, approve="all", name="polled.jsonl",
+                      kind="scale_set", vms=4, fault_domains=2)
+    lines = relay.path.read_text(encoding="utf-8").splitlines(keepends=True)
+    extra = write_lines(tmp / "extra.jsonl", [
+        approval(10, "web-vm0", ["NOT-SEEN"]), approval(10, "web-vm0", ["NOT-SEEN"]),
+        action(20, "web-vm1", "prepare", "NOT-SEEN"), "{broken"])
+    again = tmp / "again.jsonl"
+    again.write_text("".join(lines[100:160]), encoding="utf-8")
+    return [relay.path, polled.path, extra, again]
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> List[Path]:
+    return _fleet_files(tmp_path_factory.mktemp("fleet"))
+
+
+def _sorted(frame: pd.DataFrame, keys: List[str]) -> pd.DataFrame:
+    return frame.sort_values(keys, kind="stable").reset_index(drop=True)
+
+
+@pytest.mark.parametrize("parts", [1, 3, 16])
+def test_part_by_part_equals_the_whole(fleet: List[Path], tmp_path: Path, parts: int) -> None:
+    whole = ea.open_history([str(p) for p in fleet], reaction=True)
+    report = ea.partition_history([str(p) for p in fleet], tmp_path / "parts", parts=parts)
+    by_part = ea.open_history(str(tmp_path / "parts"), reaction=True)
+    assert report.bad == {"invalid JSON": 1} and whole.report.duplicates >= 60
+    assert len(whole.lifecycles) > 50 and whole.lifecycles["vm_set"].nunique() == 3
+    pd.testing.assert_frame_equal(by_part.lifecycles, whole.lifecycles)
+    pd.testing.assert_frame_equal(by_part.reaction, whole.reaction)
+    for field in ("records", "observations", "approvals", "actions", "duplicates", "bad", "resolution"):
+        assert getattr(by_part.report, field) == getattr(whole.report, field), field
+    extra = f"read part by part: {parts} parts of {tmp_path / 'parts'}"
+    assert by_part.description.splitlines() == whole.description.splitlines()[:-1] + [
+        extra, whole.description.splitlines()[-1]]
+
+
+def test_a_slice_of_hosts_and_time_reads_only_their_parts(fleet: List[Path], tmp_path: Path) -> None:
+    ea.partition_history([str(p) for p in fleet], tmp_path / "parts", parts=8)
+    hosts, start, end = ["web-vm0", "db-vm2", "avset-web_1"], "2026-01-05T12:00:00Z", "2026-01-06T12:00:00Z"
+    whole = ea.open_history([str(p) for p in fleet], start, end, hosts)
+    by_part = ea.open_history(str(tmp_path / "parts"), start, end, hosts)
+    assert 0 < len(whole.lifecycles) and set(whole.lifecycles["host"]) <= set(hosts)
+    pd.testing.assert_frame_equal(by_part.lifecycles, whole.lifecycles)
+    assert by_part.description.splitlines()[-1] == whole.description.splitlines()[-1]
+    with pytest.warns(UserWarning, match="no observations from host.s. nobody"):
+        ea.open_history(str(tmp_path / "parts"), hosts=["web-vm0", "nobody"])
+
+
+def test_lifecycles_are_computed_one_part_at_a_time(fleet: List[Path], tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bounded memory claim: no lifecycles call ever sees more than one part's hosts."""
+    ea.partition_history([str(p) for p in fleet], tmp_path / "parts", parts=4)
+    hosts_per_call: List[int] = []
+    real = ea.views.event_lifecycles
+
+    def counting(obs: pd.DataFrame, **kwargs: object) -> pd.DataFrame:
+        hosts_per_call.append(obs.loc[obs["record"] == "observation", "host"].nunique())
+        return real(obs, **kwargs)
+
+    monkeypatch.setattr(ea.views, "event_lifecycles", counting)
+    total = len(ea.report_of(ea.load_history([str(p) for p in fleet])).resolution)
+    ea.open_history(str(tmp_path / "parts"))
+    assert len(hosts_per_call) == 4 and sum(hosts_per_call) == total and max(hosts_per_call) < total
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda folder: (folder / "history.json").write_text("{", encoding="utf-8"), "does not describe a partitioned"),
+    (lambda folder: (folder / "part-001.parquet").unlink(), "lacks part-001.parquet: partition the history again."),
+    (lambda folder: (folder / "part-000.parquet").write_bytes(b"not parquet"), "cannot read .*part-000.parquet as Parquet"),
+])
+def test_a_damaged_folder_is_one_sentence(fleet: List[Path], tmp_path: Path, damage, message: str) -> None:
+    ea.partition_history([str(fleet[0])], tmp_path / "parts", parts=2)
+    damage(tmp_path / "parts")
+    with pytest.raises(ea.HistoryError, match=message):
+        ea.open_history(str(tmp_path / "parts"))
+
+
+def test_partitioning_refuses_to_mix_into_a_used_folder_or_parquet(fleet: List[Path], tmp_path: Path) -> None:
+    (tmp_path / "used").mkdir()
+    (tmp_path / "used" / "keep.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(ea.HistoryError, match="exists and is not empty"):
+        ea.partition_history([str(fleet[0])], tmp_path / "used")
+    assert (tmp_path / "used" / "keep.txt").read_text(encoding="utf-8") == "mine"
+    ea.to_parquet(str(fleet[0]), tmp_path / "one.parquet")
+    with pytest.raises(ea.HistoryError, match="is Parquet; partition the JSON-lines"):
+        ea.partition_history([str(tmp_path / "one.parquet")], tmp_path / "new")
+    with pytest.raises(ea.HistoryError, match="parts must be between 1 and 4096"):
+        ea.partition_history([str(fleet[0])], tmp_path / "new2", parts=0)
+
+
+def test_parts_do_not_move_between_processes(tmp_path: Path) -> None:
+    """Python's str hash is salted per process: parts must come from a hash that is not."""
+    code = "from event_analysis.partitioned import part_of; print([part_of(f'vm{i}', 16) for i in range(40)])"
+    runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO,
+                           env=dict(os.environ, PYTHONHASHSEED=seed)).stdout for seed in ("1", "2")}
+    assert len(runs) == 1 and len(set(json.loads(runs.pop()))) > 8
