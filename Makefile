@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-test.txt requirements-analysis.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
-.PHONY: demo demo-event-driven soak-relay test ansible-test-legs check invariants invariant-mutants sanity units newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-analysis bench-reaction venv clean
+.PHONY: demo demo-event-driven soak-relay test ansible-test-legs check invariants invariant-mutants sanity units newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-analysis bench-month bench-reaction venv clean
 
 demo: $(STAMP)
 	$(PY) tools/demo.py
@@ -80,10 +80,17 @@ soak-relay: $(STAMP)
 notebooks: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/
 
-# load_history + event_lifecycles vs a plain parse of the same 1,000,000-observation file.
+# load_history + event_lifecycles vs a plain parse of the same 1,000,000-observation file, the same for a
+# change-only history, then the month (bench-month).
 bench-analysis: $(STAMP)
 	$(PY) tools/bench_analysis.py --observations 1000000 --rounds 3
 	$(PY) tools/bench_analysis.py --change-only --busier 40 --observations 3000000 --rounds 3
+	$(PY) tools/bench_month.py
+
+# A month of one-second relay histories of 2,000 VMs (generated once into build/bench-month/, about 7
+# minutes): plain parse, partition, lifecycles part by part and whole, each notebook; seconds and peak memory.
+bench-month: $(STAMP)
+	$(PY) tools/bench_month.py
 
 # Quiet-path cost of a cycle vs one ansible.builtin.uri GET per host (100 hosts; minutes), then a cycle over
 # 200 VMs with one fault domain in maintenance, this checkout vs BENCH_BASELINE (before scheduled_events_claim

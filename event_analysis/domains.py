@@ -9,7 +9,7 @@ part (started_after, gone_at].
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
@@ -87,18 +87,14 @@ def domain_overlaps(lifecycles: pd.DataFrame, by: str = "fault_domain",
     """
     rows = maintenance_intervals(lifecycles, by, sources, include_no_notice)
     rows = rows.sort_values("possible_start", kind="stable").reset_index(drop=True)
-    lo, hi = nanoseconds(rows["possible_start"]), nanoseconds(rows["possible_end"])
-    # Candidate pairs (i, j), i < j in start order, whose possible intervals overlap.
-    stop = np.searchsorted(lo, hi, side="left")
-    counts = np.maximum(stop - np.arange(len(rows)) - 1, 0)
-    first = np.repeat(np.arange(len(rows)), counts)
-    second = first + 1 + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
-    domain, vm_set = rows[by].to_numpy(dtype=np.int64), rows["vm_set"].to_numpy()
-    other = (domain[first] != domain[second]) & (vm_set[first] == vm_set[second])
+    first, second = _overlapping_pairs(rows)
+    domain = rows[by].to_numpy(dtype=np.int64)
+    other = domain[first] != domain[second]
     first, second = first[other], second[other]
     c_lo, c_hi = nanoseconds(rows["certain_start"]), nanoseconds(rows["certain_end"])
     certain = np.maximum(c_lo[first], c_lo[second]) <= np.minimum(c_hi[first], c_hi[second])
-    a, b = rows.iloc[first].reset_index(drop=True), rows.iloc[second].reset_index(drop=True)
+    needed = rows[["vm_set", by, "vm", "event_id", "possible_start", "possible_end"]]  # not every column, per pair
+    a, b = needed.iloc[first].reset_index(drop=True), needed.iloc[second].reset_index(drop=True)
     return pd.DataFrame({
         "kind": pd.Categorical(np.where(certain, CERTAIN, POSSIBLE), categories=(CERTAIN, POSSIBLE)),
         "vm_set": a["vm_set"].astype("string"), f"{by}_a": a[by], "vm_a": a["vm"], "event_a": a["event_id"],
@@ -106,6 +102,24 @@ def domain_overlaps(lifecycles: pd.DataFrame, by: str = "fault_domain",
         "from": pd.concat([a["possible_start"], b["possible_start"]], axis=1).max(axis=1),
         "until": pd.concat([a["possible_end"], b["possible_end"]], axis=1).min(axis=1),
     })
+
+
+def _overlapping_pairs(rows: pd.DataFrame) -> Tuple[np.ndarray, np.ndarray]:
+    """Pairs (i, j) of rows (sorted by possible_start), i < j, of one set whose possible intervals overlap;
+    in (i, j) order. Sweeping each set on its own keeps the candidates to what one set has in maintenance at
+    once: a fleet's sets walk their domains at the same time, and pairs across them would be most of it."""
+    sets = pd.factorize(rows["vm_set"])[0]
+    order = np.lexsort((np.arange(len(rows)), sets))  # by set, then start order (rows are in start order)
+    lo, hi = nanoseconds(rows["possible_start"])[order], nanoseconds(rows["possible_end"])[order]
+    bounds = np.flatnonzero(np.r_[True, sets[order][1:] != sets[order][:-1], True])
+    stop = np.concatenate([begin + np.searchsorted(lo[begin:end], hi[begin:end], side="left")
+                           for begin, end in zip(bounds[:-1], bounds[1:])]) if len(rows) else np.zeros(0, np.int64)
+    counts = np.maximum(stop - np.arange(len(rows)) - 1, 0)
+    first = np.repeat(np.arange(len(rows)), counts)
+    second = first + 1 + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
+    first, second = order[first], order[second]
+    ranked = np.lexsort((second, first))
+    return first[ranked], second[ranked]
 
 
 def domain_walk(windows: pd.DataFrame, by: str = "fault_domain") -> pd.DataFrame:

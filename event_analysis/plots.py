@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -365,27 +366,30 @@ def _num(times: pd.Series) -> np.ndarray:
     return mdates.date2num(pd.to_datetime(times, utc=True).dt.tz_localize(None).to_numpy())
 
 
-def _draw_round(ax: Axes, part: pd.DataFrame, by: str, domains: List[int]) -> None:
+def _draw_round(ax: Axes, part: pd.DataFrame, by: str, row_of: Dict[Tuple[str, int], int],
+                labels: List[str]) -> None:
     """One round: bars per window; waiting lines reaching back further than the round's own length
-    are cut at the left edge (marked <), so that a days-long notice does not squash the round."""
-    row = {d: i for i, d in enumerate(domains)}
-    first, last = _num(part["start_after"]).min(), _num(part["end"]).max()
+    are cut at the left edge (marked <), so that a days-long notice does not squash the round. Each kind of
+    mark is one collection for the whole round: a fleet's month has thousands of windows."""
+    y = np.array([row_of[key] for key in zip(_sets_of_windows(part), part[by].astype(int))], dtype=float)
+    lo, dark_lo, dark_hi, hi = (_num(part[column]) for column in ("start_after", "start", "end_after", "end"))
+    first, last = lo.min(), hi.max()
     span = max(last - first, 1 / 1440)
     left = first - max(span, 20 / 1440)
-    for w in part.itertuples(index=False):
-        y = row[int(getattr(w, by))]
-        lo, dark_lo, dark_hi, hi = _num(pd.Series([w.start_after, w.start, w.end_after, w.end]))
-        if not pd.isna(w.scheduled_seen):
-            seen = _num(pd.Series([w.scheduled_seen]))[0]
-            ax.hlines(y, max(seen, left), lo, color="gray", linewidth=1)
-            ax.plot(max(seen, left), y, marker="o" if seen >= left else "<", color="gray", markersize=3)
-        ax.broken_barh([(lo, hi - lo)], (y - 0.3, 0.6), facecolors="tab:orange", alpha=0.35)
-        if dark_hi > dark_lo:
-            ax.broken_barh([(dark_lo, dark_hi - dark_lo)], (y - 0.3, 0.6), facecolors="tab:red")
-    seen_first = _num(part["scheduled_seen"].dropna()).min() if part["scheduled_seen"].notna().any() else first
+    waiting = part["scheduled_seen"].notna().to_numpy()
+    if waiting.any():
+        seen = _num(part.loc[waiting, "scheduled_seen"])
+        shown = np.maximum(seen, left)
+        ax.hlines(y[waiting], shown, lo[waiting], color="gray", linewidth=1)
+        for marker, kept in (("o", seen >= left), ("<", seen < left)):
+            ax.plot(shown[kept], y[waiting][kept], linestyle="none", marker=marker, color="gray", markersize=3)
+    ax.add_collection(PolyCollection(_bars(lo, hi, y), facecolors="tab:orange", alpha=0.35))
+    dark = dark_hi > dark_lo
+    ax.add_collection(PolyCollection(_bars(dark_lo[dark], dark_hi[dark], y[dark]), facecolors="tab:red"))
+    seen_first = _num(part["scheduled_seen"].dropna()).min() if waiting.any() else first
     ax.set_xlim(max(min(seen_first, first), left) - span * 0.02, last + span * 0.03)
-    ax.set_yticks(range(len(domains)), [str(d) for d in domains])
-    ax.set_ylim(len(domains) - 0.4, -0.6)
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_ylim(len(labels) - 0.4, -0.6)
     locator = mdates.AutoDateLocator()
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
@@ -394,8 +398,18 @@ def _draw_round(ax: Axes, part: pd.DataFrame, by: str, domains: List[int]) -> No
     ax.grid(axis="x", alpha=0.3)
 
 
+def _bars(lo: np.ndarray, hi: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Rectangles [lo, hi] x [y - 0.3, y + 0.3] as PolyCollection vertices."""
+    return np.stack([np.column_stack((lo, y - 0.3)), np.column_stack((hi, y - 0.3)),
+                     np.column_stack((hi, y + 0.3)), np.column_stack((lo, y + 0.3))], axis=1)
+
+
+def _sets_of_windows(windows: pd.DataFrame) -> pd.Series:
+    return windows["vm_set"].fillna("").astype(str) if "vm_set" in windows else pd.Series("", index=windows.index)
+
+
 def domain_timeline(windows: pd.DataFrame, by: str = "fault_domain", round_gap_hours: float = 2,
-                    max_rounds: int = 8) -> Optional[Figure]:
+                    max_rounds: int = 8, max_sets: int = 6) -> Optional[Figure]:
     """Maintenance windows per domain over time, one panel per maintenance round.
 
     Dark: certain (start..end_after, some VM of the domain was seen Started throughout);
@@ -403,23 +417,29 @@ def domain_timeline(windows: pd.DataFrame, by: str = "fault_domain", round_gap_h
     Scheduled sighting to the start (cut at the left edge, marked <, when it reaches back
     further than the round lasts). Serialised maintenance is a staircase whose bars never
     share an x position. Rounds more than `round_gap_hours` apart get their own panel,
-    since windows of minutes would be invisible on an axis of days.
+    since windows of minutes would be invisible on an axis of days. A domain is a domain of
+    one set: with several sets, each (set, domain) has its row, for the first `max_sets` sets.
     """
     if windows.empty:
         _empty(f"no platform maintenance window in this history (no Platform event seen Started on a VM with a "
                f"known {by.replace('_', ' ')}): nothing to plot.")
         return None
+    all_sets = sorted(_sets_of_windows(windows).unique())
+    windows = windows[_sets_of_windows(windows).isin(all_sets[:max_sets]).to_numpy()]
+    keys = sorted(set(zip(_sets_of_windows(windows), windows[by].astype(int))))
+    row_of = {key: i for i, key in enumerate(keys)}
+    labels = [f"{vm_set} {domain}" if len(all_sets) > 1 else str(domain) for vm_set, domain in keys]
     rounds = _rounds(windows, pd.Timedelta(hours=round_gap_hours))
     shown = rounds[:max_rounds]
-    domains = sorted(int(d) for d in windows[by].unique())
     extra = f" (first {len(shown)} of {len(rounds)} rounds)" if len(rounds) > len(shown) else ""
-    rows = max(len(domains), 2)
+    extra += f" (first {max_sets} of {len(all_sets)} sets)" if len(all_sets) > max_sets else ""
+    rows = max(len(keys), 2)
     fig, axes = plt.subplots(len(shown), 1, figsize=(_WIDTH, 0.8 + len(shown) * (0.9 + 0.3 * rows)), squeeze=False,
                              layout="constrained")
     plt.close(fig)  # returned, not auto-shown
     fig.suptitle(f"Maintenance windows per {by.replace('_', ' ')}{extra}")
     for ax, part in zip(axes[:, 0], shown):
-        _draw_round(ax, part, by, domains)
+        _draw_round(ax, part, by, row_of, labels)
         ax.set_ylabel(by.replace("_", " "))
     axes[-1, 0].set_xlabel("time (UTC, the history's clock)")
     axes[0, 0].legend(handles=[Patch(color="tab:red", label="certain: seen Started"),

@@ -106,7 +106,7 @@ class Poller:
         self.stats = GenerateStats()
         self.vm_json = {s.vm.name: json.dumps(s.vm.observation_fields(), separators=(",", ":"))
                         for s in engine.vms.values()}
-        self._events_json: Dict[Tuple[str, int], str] = {}
+        self._events_json: Dict[str, Tuple[List[Dict], str]] = {}
         self._approved: Set[str] = set()
         self._memory: Dict[str, _ChangeOnly] = {}
 
@@ -121,7 +121,7 @@ class Poller:
         incarnation, events_json = None, "[]"
         if served.kind == "document":
             incarnation = served.document["DocumentIncarnation"]  # type: ignore[index]
-            events_json = self._events_text(name, incarnation, served.document)  # type: ignore[arg-type]
+            events_json = self._events_text(name, served.document)  # type: ignore[arg-type]
         due, previous = memory.line_due((incarnation, events_json), at)
         if due or not self.options.change_only:
             change_fields = (previous, self.options.poll_interval_s) if self.options.change_only else (None, None)
@@ -138,11 +138,15 @@ class Poller:
         self.engine.vms[name.lower()].last_request = at
         self._memory[name].seen_at = at
 
-    def _events_text(self, name: str, incarnation: int, document: Dict) -> str:
-        key = (name, incarnation)
-        if key not in self._events_json:
-            self._events_json[key] = json.dumps(document["Events"], separators=(",", ":"))
-        return self._events_json[key]
+    def _events_text(self, name: str, document: Dict) -> str:
+        """The document's events as JSON, made once per change of the VM's events (the engine replaces its
+        list at each change; an incarnation is no key, a re-enabled service restarts it). Only each VM's last
+        is kept: a month of a fleet's documents would not fit in memory."""
+        events = self.engine.vms[name.lower()].events
+        cached = self._events_json.get(name)
+        if cached is None or cached[0] is not events:
+            cached = self._events_json[name] = (events, json.dumps(document["Events"], separators=(",", ":")))
+        return cached[1]
 
 
 def _phases(engine: Engine, interval: float, seed: int) -> List[datetime]:

@@ -120,3 +120,19 @@ def test_parts_do_not_move_between_processes(tmp_path: Path) -> None:
     runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO,
                            env=dict(os.environ, PYTHONHASHSEED=seed)).stdout for seed in ("1", "2")}
     assert len(runs) == 1 and len(set(json.loads(runs.pop()))) > 8
+
+
+def test_the_command_line_partitions_and_summarises_part_by_part(fleet: List[Path], tmp_path: Path) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "event_analysis", *args], cwd=REPO, capture_output=True,
+                              text=True, timeout=300)
+
+    made = run("partition", *map(str, fleet), str(tmp_path / "parts"), "--parts", "4")
+    assert made.returncode == 0 and "wrote 4 parts to" in made.stdout and "1 invalid JSON" in made.stdout
+    whole, by_part = run("summary", *map(str, fleet)), run("summary", str(tmp_path / "parts"))
+    assert by_part.returncode == 0 and "read part by part: 4 parts" in by_part.stdout
+    assert [line for line in by_part.stdout.splitlines() if "read part by part" not in line] == \
+        whole.stdout.splitlines()
+    refused = run("partition", str(fleet[0]), str(tmp_path / "parts"))
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert refused.stderr.strip().endswith("exists and is not empty; give a new folder for the partitioned history.")

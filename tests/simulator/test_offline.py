@@ -182,3 +182,20 @@ def test_jumping_keeps_the_service_enabled_and_waits_out_the_enabling_window() -
     enabling = [json.loads(line)["host"] for line in fast.splitlines() if '"document_incarnation":null' in line]
     assert sorted(enabling) == [f"avset-web-vm{i}" for i in range(3)]  # once each, at the start: never disabled
     assert sum('"late"' in line or "Reboot" in line for line in fast.splitlines()) >= 6
+
+
+def test_each_line_carries_the_events_served_even_when_incarnations_restart() -> None:
+    """Polls further apart than the disable time re-enable the service each time, restarting the incarnation
+    at 1 with other events: a line must carry what that poll was served, not an earlier incarnation 1's."""
+    engine = Engine(build_fleet(FleetSpec(vms=3)), busier_fleet_mix(40.0), T0, seed=5,
+                    options=EngineOptions(disable_after_s=600.0))
+    out = io.StringIO()
+    generate(engine, GenerateOptions(days=1, poll_interval_s=900), out, seed=5)
+    lines = [json.loads(line) for line in out.getvalue().splitlines() if '"record"' not in line]
+    served = {(s["at"], name): s["document"]["Events"] for name, state in
+              ((st.vm.name, st) for st in engine.vms.values()) for s in state.served}
+    seen: dict = {}
+    for line in lines:
+        seen.setdefault((line["host"], line["document_incarnation"]), set()).add(json.dumps(line["events"]))
+    assert any(len(documents) > 1 for documents in seen.values())  # one incarnation, several documents
+    assert all(line["events"] == served[(line["observed_at"], line["host"])] for line in lines)
