@@ -135,8 +135,8 @@ def _analyse(history: object) -> str:
     overlaps = ea.domain_overlaps(view.lifecycles)
     walk = ea.walk_order(windows)
     certain = int((overlaps["kind"] == "certain").sum())
-    return (f"{len(view.lifecycles)} lifecycles, {len(windows)} fault-domain windows, {len(overlaps)} possible "
-            f"overlaps ({certain} certain), "
+    return (f"{len(view.lifecycles)} lifecycles, {len(windows)} fault-domain windows, {len(overlaps)} overlapping "
+            f"pairs ({certain} certain), "
             f"{view.lifecycles['vm_set'].nunique()} sets, walk {walk[:60]}...")
 
 

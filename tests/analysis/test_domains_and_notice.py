@@ -142,3 +142,49 @@ def test_notice_verdicts_respect_the_uncertainty(tmp_path: Path) -> None:
 def test_a_terminate_notice_outside_what_azure_allows_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="between 300 and 900 seconds"):
         ea.notice_check(notice_history(tmp_path), terminate_notice_s=60)
+
+
+def _two_sets_lifecycles(tmp: Path) -> pd.DataFrame:
+    """Sets a and b each walk FD 0 then FD 1, at the same time (see the test above)."""
+    lines = []
+    walk = {"A0": range(100, 200), "A1": range(220, 300), "B0": range(100, 200), "B1": range(220, 300)}
+    for second in range(0, 400, 10):
+        for name, fault_domain in (("a-vm0", 0), ("a-vm1", 1), ("b-vm0", 0), ("b-vm1", 1)):
+            mine = ["A0", "A1"] if name.startswith("a") else ["B0", "B1"]
+            events = [event(e, "Started" if second in walk[e] else "Scheduled", [e[0].lower() + "-vm" + e[1]],
+                            not_before=at(walk[e].start)) for e in mine if second < walk[e].stop]
+            lines.append(observation(second, name, events, fault_domain=fault_domain))
+    return ea.event_lifecycles(ea.load_history(write_lines(tmp / "h.jsonl", lines)))
+
+
+def test_the_timeline_gives_each_set_its_own_domain_rows(tmp_path: Path) -> None:
+    """Fault domain 0 of set a and of set b are two racks: one row each, never one shared row."""
+    import event_analysis.plots as plots
+
+    windows = ea.fault_domain_windows(_two_sets_lifecycles(tmp_path))
+    figure = plots.domain_timeline(windows)
+    labels = [tick.get_text() for tick in figure.axes[0].get_yticklabels()]
+    assert labels == ["a-vm0's set 0", "a-vm0's set 1", "b-vm0's set 0", "b-vm0's set 1"]
+    narrow = plots.domain_timeline(windows, max_sets=1)
+    assert [t.get_text() for t in narrow.axes[0].get_yticklabels()] == ["a-vm0's set 0", "a-vm0's set 1"]
+    assert "(first 1 of 2 sets)" in narrow._suptitle.get_text()
+
+
+def test_overlap_pairs_are_every_same_set_pair_whose_possible_intervals_meet() -> None:
+    """The per-set sweep against a brute-force check of every pair, on random intervals of 4 sets."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    count = 300
+    start = pd.Timestamp("2026-01-05", tz="UTC") + pd.to_timedelta(rng.integers(0, 20000, count), unit="s")
+    end = start + pd.to_timedelta(rng.integers(1, 900, count), unit="s")
+    rows = pd.DataFrame({"vm_set": rng.choice(["a", "b", "c", "d"], count), "fault_domain": rng.integers(0, 3, count),
+                         "vm": [f"vm{i}" for i in range(count)], "event_id": [f"E{i}" for i in range(count)],
+                         "started_seen": start, "started_after": start, "last_seen": end, "gone_at": end,
+                         "event_source": "Platform", "first_seen_started": False, "update_domain": 0})
+    found = ea.domain_overlaps(rows)
+    expected = {(a, b) for a in range(count) for b in range(count) if a != b
+                and rows.vm_set[a] == rows.vm_set[b] and rows.fault_domain[a] != rows.fault_domain[b]
+                and max(start[a], start[b]) < min(end[a], end[b]) or False}
+    got = {(int(x[2:]), int(y[2:])) for x, y in zip(found["vm_a"], found["vm_b"])}
+    assert len(got) > 50 and {tuple(sorted(p)) for p in got} == {tuple(sorted(p)) for p in expected}
