@@ -4,8 +4,8 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
-REQS   := requirements.txt requirements-test.txt requirements-analysis.txt
-STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
+REQS   := requirements.txt requirements-test.txt
+STAMP  := $(VENV)/.installed-$(shell cat $(REQS) pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: demo demo-event-driven soak-relay test ansible-test-legs check invariants invariant-mutants sanity units newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-analysis bench-month bench-reaction venv clean
 
@@ -115,9 +115,9 @@ $(STAMP):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(addprefix -r ,$(REQS))
-	# The repository's Python packages (imds_simulator, event_analysis) importable from anywhere,
-	# notebooks' kernels included.
-	$(PY) -c 'import site, pathlib; pathlib.Path(site.getsitepackages()[0], "azure_imds_repo.pth").write_text("$(CURDIR)\n")'
+	# The repository's Python packages (event_analysis, imds_simulator; pyproject.toml), editable, with the
+	# notebooks' extra: importable from anywhere, notebooks' kernels included, as analysts install them.
+	$(PY) -m pip install --quiet -e '.[notebooks]'
 	touch $@
 
 clean:

@@ -61,8 +61,14 @@ def from_awx(args: argparse.Namespace) -> str:
     return f"wrote {count} records from {origin} to {args.destination}."
 
 
+def _program() -> str:
+    """How the user called us: the installed console script, or `python -m event_analysis`."""
+    name = Path(sys.argv[0]).name
+    return name if name and name not in ("__main__.py", "-c") else "python -m event_analysis"
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m event_analysis", description=__doc__)
+    parser = argparse.ArgumentParser(prog=_program(), description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     convert = sub.add_parser("to-parquet", help="convert JSON lines histories (.jsonl, .gz, globs) to one Parquet file")
     convert.add_argument("source", nargs="+")
@@ -96,7 +102,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         else:
             print(summary_of(args.source))
     except (ea.HistoryError, OSError) as error:
-        print(f"python -m event_analysis: {error}", file=sys.stderr)
+        print(f"{parser.prog}: {error}", file=sys.stderr)
         return 1
     return 0
 

@@ -3,39 +3,23 @@
 AWX throws its execution environment away after each job, so a history file written
 inside it is lost; the job events it keeps hold every module result. These loaders turn
 them into the same observation records the history callback writes, with the callback's
-own record builders (plugins/module_utils/history_records.py), then into the same frame
+own record builders (a copy of plugins/module_utils/history_records.py), then into the same frame
 load_history returns, or into a history file the notebooks read (write_history;
 `python -m event_analysis from-awx`).
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 from datetime import datetime, timezone
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 import pandas as pd
 
+from event_analysis import history_records  # a generated copy of the collection's (tools/copy_history_records.py)
 from event_analysis.history import HistoryError, load_records
 
 RESULT_EVENTS = ("runner_on_ok", "runner_on_failed", "runner_item_on_ok", "runner_item_on_failed", "runner_retry")
-_RECORDS_FILE = Path(__file__).resolve().parent.parent / "plugins" / "module_utils" / "history_records.py"
-
-
-def _history_records() -> ModuleType:
-    """The collection's record builders: from the installed collection, else from this checkout."""
-    try:
-        from ansible_collections.azure_imds.scheduled_events.plugins.module_utils import history_records
-        return history_records
-    except ImportError:
-        spec = importlib.util.spec_from_file_location("azure_imds_history_records", _RECORDS_FILE)
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-        return module
-
-
 def _utc(created: Any) -> Optional[str]:
     """A job event's `created` time in the schema's form (AWX and ansible-runner both give ISO 8601)."""
     if not isinstance(created, str) or not created:
@@ -51,7 +35,6 @@ def _utc(created: Any) -> Optional[str]:
 def records_from_job_events(events: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """Observation, approval and action records from job events, in the order the job produced them (no
     `trigger`: job events do not carry the job's extra vars)."""
-    builders = _history_records()
     records: List[Dict[str, Any]] = []
     vms: Dict[str, Dict[str, Any]] = {}
     for job_event in sorted(events, key=lambda e: e.get("counter", 0)):
@@ -63,16 +46,16 @@ def records_from_job_events(events: Iterable[Dict[str, Any]]) -> List[Dict[str, 
             continue  # a loop's summary: its items came as runner_item_* events
         action = str(data.get("resolved_action") or data.get("task_action") or "").rsplit(".", 1)[-1]
         host = data.get("host") or job_event.get("host_name") or "unknown"
-        if action in builders.READ_MODULES and not result.get("skipped") and builders.is_completed_read(result):
-            record = builders.observation(host, result)
+        if action in history_records.READ_MODULES and not result.get("skipped") and history_records.is_completed_read(result):
+            record = history_records.observation(host, result)
             vms[host] = record["vm"]
             records.append(record)
-        elif action == builders.APPROVE_MODULE and not result.get("skipped") and not result.get("check_mode"):
-            record = builders.approval(host, result, vms.get(host), observed_at=_utc(job_event.get("created")))
+        elif action == history_records.APPROVE_MODULE and not result.get("skipped") and not result.get("check_mode"):
+            record = history_records.approval(host, result, vms.get(host), observed_at=_utc(job_event.get("created")))
             if record is not None:
                 records.append(record)
-        elif action == "include_tasks" and builders.action_kind(result):
-            records.append(builders.action(host, result, vms.get(host), observed_at=_utc(job_event.get("created"))))
+        elif action == "include_tasks" and history_records.action_kind(result):
+            records.append(history_records.action(host, result, vms.get(host), observed_at=_utc(job_event.get("created"))))
     return records
 
 
@@ -139,11 +122,10 @@ def write_history(records: List[Dict[str, Any]], destination: "str | Path") -> i
     path = Path(destination).expanduser()
     if path.exists():
         raise HistoryError(f"{path} exists; give a new file name (a rebuilt history never replaces a history).")
-    builders = _history_records()
     try:
         with open(path, "xb") as handle:
             for record in records:
-                handle.write(builders.record_line(record))
+                handle.write(history_records.record_line(record))
     except OSError as error:
         raise HistoryError(f"cannot write {path}: {error.strerror or error}.") from None
     return len(records)

@@ -5,11 +5,11 @@ import os
 from pathlib import Path
 from typing import Optional, Tuple
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE_HISTORY = REPO / "notebooks" / "data" / "sample-history.simulated.jsonl.gz"
+SAMPLES = Path(__file__).resolve().parent / "samples"  # shipped in the package (and its wheel)
+SAMPLE_HISTORY = SAMPLES / "sample-history.simulated.jsonl.gz"
 # `make bench-reaction`'s runs (relays' change-only histories and the cycles' callback records, event-driven and
 # watch): the sample of the reaction notebook, whose questions the simulator's sample cannot answer.
-REACTION_SAMPLE = REPO / "notebooks" / "data" / "reaction-sample.simulated.jsonl.gz"
+REACTION_SAMPLE = SAMPLES / "reaction-sample.simulated.jsonl.gz"
 # Written by `make demo` (tools/demo.py), with a .meta.json sidecar giving its time scale.
 DEMO_HISTORY = Path.home() / ".ansible" / "scheduled_events" / "demo-history.jsonl"
 ENVIRONMENT = "SCHEDULED_EVENTS_HISTORY"

@@ -26,7 +26,7 @@ def test_build_install_and_ansible_doc_from_the_tarball(tmp_path: Path) -> None:
     tops = {n.split("/")[0] for n in names}
     assert {"imds_simulator", "event_analysis", "notebooks", "awx", "collections", ".ansible-lint", "tests", "docs",
             "tools", "Makefile", ".ci",
-            "requirements-test.txt", "requirements-analysis.txt",
+            "requirements-test.txt", "pyproject.toml",
             "pytest.ini", ".gitignore"}.isdisjoint(tops)
     assert {"plugins/modules/scheduled_events_info.py", "plugins/modules/scheduled_events_approve.py",
             "plugins/module_utils/events.py", "meta/runtime.yml", "MANIFEST.json", "README.md", "CHANGELOG.md",

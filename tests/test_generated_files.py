@@ -11,3 +11,11 @@ def test_watch_playbook_is_what_its_generator_writes() -> None:
     rounds = text.count("\n- *round") + 1
     assert rounds >= 100, "a watch needs many rounds"
     assert text == render(rounds), "playbooks/watch.yml was edited by hand: edit tools/make_watch_playbook.py and rerun it"
+
+
+def test_the_analysis_package_carries_the_collections_record_builders() -> None:
+    from tools import copy_history_records
+
+    assert copy_history_records.TARGET.read_text() == copy_history_records.render(), (
+        "event_analysis/history_records.py differs from plugins/module_utils/history_records.py: edit the "
+        "collection's file and run python tools/copy_history_records.py")

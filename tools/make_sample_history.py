@@ -1,4 +1,4 @@
-"""Regenerate the sample history the notebooks ship with (simulated; see notebooks/data/README.md).
+"""Regenerate the sample history the notebooks ship with (simulated; see event_analysis/samples/README.md).
 
     python tools/make_sample_history.py [--out DIR]
 
@@ -33,7 +33,7 @@ def make(out_dir: Path) -> Path:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=REPO / "notebooks" / "data")
+    parser.add_argument("--out", type=Path, default=REPO / "event_analysis" / "samples")
     print(make(parser.parse_args().out))
     return 0
 

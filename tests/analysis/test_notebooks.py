@@ -10,13 +10,15 @@ import nbformat
 import papermill
 import pytest
 
+import event_analysis as ea
+
 from tests.analysis.histories import event, observation, simulate, write_lines, at
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
-SAMPLE = REPO / "notebooks" / "data" / "sample-history.simulated.jsonl.gz"
+SAMPLE = ea.SAMPLE_HISTORY
 # make bench-reaction's runs: relays' change-only histories with the cycles' callback records (event-driven, watch)
-RELAY_CAPTURE = REPO / "notebooks" / "data" / "reaction-sample.simulated.jsonl.gz"
+RELAY_CAPTURE = ea.REACTION_SAMPLE
 
 
 def execute(notebook: Path, out: Path, monkeypatch: pytest.MonkeyPatch, **parameters: Any) -> Dict[str, Any]:
@@ -119,8 +121,6 @@ def test_each_notebook_says_the_same_of_a_partitioned_history(notebook: Path, tm
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A folder from `python -m event_analysis partition`, read part by part, gives every table and sentence
     the file itself gives (the relays' and cycles' capture, on 5 parts)."""
-    import event_analysis as ea
-
     ea.partition_history(str(RELAY_CAPTURE), tmp_path / "parts", parts=5)
     as_file = text_of(execute(notebook, tmp_path / "file.ipynb", monkeypatch, history=str(RELAY_CAPTURE)))
     as_parts = text_of(execute(notebook, tmp_path / "parts.ipynb", monkeypatch, history=str(tmp_path / "parts")))

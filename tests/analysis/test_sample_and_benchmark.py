@@ -15,13 +15,13 @@ import event_analysis as ea
 from tools.make_sample_history import NAME, make
 
 REPO = Path(__file__).resolve().parents[2]
-SAMPLE = REPO / "notebooks" / "data" / NAME
+SAMPLE = REPO / "event_analysis" / "samples" / NAME
 
 
 def test_the_sample_history_is_reproducible_and_labelled_simulated(tmp_path: Path) -> None:
     fresh = make(tmp_path)
     assert gzip.decompress(fresh.read_bytes()) == gzip.decompress(SAMPLE.read_bytes()), \
-        "notebooks/data is stale: run python tools/make_sample_history.py"
+        "event_analysis/samples is stale: run python tools/make_sample_history.py"
     meta = json.loads((SAMPLE.parent / (NAME + ".meta.json")).read_text())
     assert meta["simulated"] is True and "SIMULATED" in meta["description"]
     assert "simulated" in (SAMPLE.parent / "README.md").read_text().lower()
