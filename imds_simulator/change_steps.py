@@ -18,7 +18,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from .engine import Engine, Served
 from .offline import Poller
@@ -33,7 +33,7 @@ class _Ticks:
     first: datetime
     last_index: int = -1       # the last tick polled
     answered: bool = False     # whether that poll got an answer
-    incarnation: int = -1      # the engine's incarnation for the VM when it was last looked at
+    revision: int = -1         # the engine's revision of the VM's document when it was last looked at
     done: bool = False         # deleted: polls no more
 
     def index_at_or_after(self, moment: datetime, step: timedelta) -> int:
@@ -46,7 +46,7 @@ def poll_changes(poller: Poller, end: datetime, firsts: List[datetime]) -> None:
     """Poll each VM (first polls at `firsts`, in fleet order) only when its answer can have changed."""
     engine = poller.engine
     step = timedelta(seconds=poller.options.poll_interval_s)
-    vms = [_Ticks(state.vm.name, first, incarnation=state.incarnation)
+    vms = [_Ticks(state.vm.name, first, revision=state.revision)
            for first, state in zip(firsts, engine.vms.values())]
     due: List[Tuple[datetime, int, int]] = [(vm.first, i, 0) for i, vm in enumerate(vms)]
     heapq.heapify(due)
@@ -90,7 +90,7 @@ def _poll(poller: Poller, vm: _Ticks, i: int, index: int, at: datetime, step: ti
     vm.last_index, vm.answered = index, served.kind in _ANSWERED
     wake = _wake_at(poller, served, state.enabled_at)
     if wake is not None:
-        heapq.heappush(due, (vm.first + step * vm.index_at_or_after(wake, step), i, vm.index_at_or_after(wake, step)))
+        _poll_from(due, vm, i, wake, step)
 
 
 def _wake_at(poller: Poller, served: Served, enabled_at: Optional[datetime]) -> Optional[datetime]:
@@ -107,12 +107,17 @@ def _schedule_changed(vms: List[_Ticks], engine: Engine, at: datetime, step: tim
     """A poll for every VM whose document changed, at its first tick from `at` on. (A re-enabled service's
     incarnation reset counts as a change too: one extra poll, which answers like the one before.)"""
     for i, vm in enumerate(vms):
-        incarnation = engine.vms[vm.name.lower()].incarnation
-        if incarnation == vm.incarnation or vm.done:
+        revision = engine.vms[vm.name.lower()].revision
+        if revision == vm.revision or vm.done:
             continue
-        vm.incarnation = incarnation
-        index = vm.index_at_or_after(at, step)
-        heapq.heappush(due, (vm.first + step * index, i, index))
+        vm.revision = revision
+        _poll_from(due, vm, i, at, step)
+
+
+def _poll_from(due: List[Tuple[datetime, int, int]], vm: _Ticks, i: int, moment: datetime, step: timedelta) -> None:
+    """Queue the VM's first tick at or after `moment` that it has not polled yet."""
+    index = vm.index_at_or_after(moment, step)
+    heapq.heappush(due, (vm.first + step * index, i, index))
 
 
 def _ticks_before(vm: _Ticks, limit: datetime, step: timedelta) -> int:

@@ -159,6 +159,7 @@ class Group:
 class VMState:
     vm: VM
     incarnation: int = 0
+    revision: int = 0  # counts every change of its document, re-enabling included: never goes back, unlike the incarnation
     signature: Tuple[Tuple[str, str], ...] = ()
     events: List[Dict[str, Any]] = field(default_factory=list)
     known_ids: Set[str] = field(default_factory=set)
@@ -512,6 +513,7 @@ class Engine:
                 continue
             state.signature = signature
             state.incarnation += 1
+            state.revision += 1
             state.events = [ev.wire() for ev in visible]
             state.known_ids.update(ev.event_id for ev in visible)
             if self.options.record_changes:
@@ -567,6 +569,7 @@ class Engine:
             return False
         if state.enabled_at is not None and self.options.reset_incarnation_on_reenable:
             state.incarnation = 1  # the service restarts its count: incarnations go backwards
+            state.revision += 1
             if self.options.record_changes:
                 state.changes.append({"at": iso_utc(at), "incarnation": 1, "events": state.events,
                                       "note": "re-enabled after 24 h without requests"})

@@ -199,3 +199,21 @@ def test_each_line_carries_the_events_served_even_when_incarnations_restart() ->
         seen.setdefault((line["host"], line["document_incarnation"]), set()).add(json.dumps(line["events"]))
     assert any(len(documents) > 1 for documents in seen.values())  # one incarnation, several documents
     assert all(line["events"] == served[(line["observed_at"], line["host"])] for line in lines)
+
+
+def test_jumping_sees_every_change_after_a_restarted_incarnation() -> None:
+    """A hardware failure (incarnation 2, already Started) with an outage longer than the disable time: the VM
+    answers again with a restarted incarnation 1, and the event's removal brings it to 2 again. Changes must
+    be told by something that never goes back, or that removal is never polled for."""
+    failure = {"type": "Reboot", "source": "Platform", "description": "Host server is being repaired.",
+               "duration_s": -1, "impact_s": 120, "notice_s": None, "started_for_s": 400, "resources": {"count": 1},
+               "key": "failure", "at_s": 100}
+    scenario = sc.parse({"name": "long-outage", "summary": "An outage longer than the disable time.",
+                         "events": [failure]}, {})
+    options = EngineOptions(record_served=False, disable_after_s=60.0)
+    (slow, slow_stats, _), (fast, fast_stats, _) = _both_ways(
+        scenario, days=0.1, poll=5.0, approve="none", seed=2, engine_options=options, vms=2)
+    series = [(json.loads(line)["document_incarnation"], len(json.loads(line)["events"])) for line in slow.splitlines()
+              if json.loads(line)["host"] == json.loads(slow.splitlines()[-1])["host"]]
+    assert series == [(1, 0), (1, 1), (2, 0)], series  # listed at 1 (restarted), gone at 2
+    assert fast == slow and fast_stats == slow_stats
