@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
@@ -43,7 +43,6 @@ class Partitioned:
     folder: Path
     parts: int
     report: LoadReport
-    files: List[str] = field(default_factory=list)
 
     def part_path(self, index: int) -> Path:
         return self.folder / f"part-{index:03d}.parquet"
@@ -133,7 +132,7 @@ def open_partitioned(path: PathLike) -> Partitioned:
                             examples=examples)
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise HistoryError(f"{folder / DESCRIPTION} does not describe a partitioned history ({error}).") from None
-    target = Partitioned(folder, parts, report, files=list(report.files))
+    target = Partitioned(folder, parts, report)
     missing = [p.name for p in [target.part_path(i) for i in range(parts)] + [folder / RECORDS] if not p.is_file()]
     if missing:
         raise HistoryError(f"{folder} lacks {', '.join(missing[:3])}: partition the history again.")

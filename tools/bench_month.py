@@ -27,7 +27,7 @@ import resource
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Dict, List, Optional
 
@@ -102,7 +102,6 @@ def generate(folder: Path, days: float, vms_per_set: int, sets: int) -> Dict[str
 # ----------------------------------------------------------------- measured steps (each in its own process)
 
 def _plain_parse(folder: Path) -> str:
-    import pandas as pd
     import pyarrow as pa
     import pyarrow.json as pj
 
