@@ -84,7 +84,11 @@ def load_runner_artifacts(artifacts: "str | Path") -> pd.DataFrame:
 def awx_job_events(base_url: str, job_id: int, token: str, *, page_size: int = 200, timeout: float = 30.0,
                    session: Any = None) -> Iterator[Dict[str, Any]]:
     """Every event of one job from /api/v2/jobs/<id>/job_events/, following `next` across pages (token auth)."""
-    import requests  # controller-side only; the analysis library works without it otherwise
+    try:
+        import requests  # the package's `awx` extra: the rest of the library works without it
+    except ImportError:
+        raise HistoryError("reading a job from AWX needs the requests package: pip install "
+                           "'azure-imds-scheduled-events-analysis[awx]' (or pip install requests).") from None
 
     http = session or requests.Session()
     http.headers.update({"Authorization": f"Bearer {token}", "Accept": "application/json"})

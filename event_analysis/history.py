@@ -28,6 +28,12 @@ class HistoryError(ValueError):
     """A history that cannot be read at all; the message is one sentence naming the cause."""
 
 
+def one_sentence(error: BaseException) -> str:
+    """A library's error message as a clause of our sentence: its first sentence, without its period."""
+    lines = str(error).strip().splitlines()
+    return (lines[0] if lines else type(error).__name__).split(". ")[0].rstrip(". ")
+
+
 @dataclass
 class LoadReport:
     """What load_history read, and every line it could not use (counted by reason, with examples)."""
@@ -243,7 +249,7 @@ def _read_parquet(path: Path) -> Tuple[pa.Table, LoadReport]:
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowException) as error:
-        raise HistoryError(f"cannot read {path} as Parquet: {error}.") from None
+        raise HistoryError(f"cannot read {path} as Parquet ({one_sentence(error)}).") from None
     for name in records.LATER_COLUMNS:  # a file written before change-only histories
         if name not in table.column_names:
             empty = pa.array(np.zeros(table.num_rows, dtype=bool)) if name == "reconstructed" \

@@ -12,6 +12,8 @@ and gathered whole (sets.set_evidence).
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -59,10 +61,24 @@ def partition_history(source: Union[PathLike, Sequence[PathLike]], destination: 
     if not 1 <= parts <= 4096:
         raise HistoryError(f"parts must be between 1 and 4096, not {parts}.")
     folder = Path(destination).expanduser()
-    if folder.exists() and any(folder.iterdir()):
-        raise HistoryError(f"{folder} exists and is not empty; give a new folder for the partitioned history.")
-    folder.mkdir(parents=True, exist_ok=True)
-    target = Partitioned(folder, parts, LoadReport())
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise HistoryError(f"{folder} exists and is not an empty folder; give a new folder for the partitioned "
+                           "history.")
+    partial = folder.with_name(f".{folder.name}.partial-{os.getpid()}")  # renamed to `folder` once complete
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    try:
+        report = _partition_into(source, Partitioned(partial, parts, LoadReport()))
+        if folder.exists():
+            folder.rmdir()
+        os.replace(partial, folder)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)  # a failure leaves nothing behind
+    return report
+
+
+def _partition_into(source: Union[PathLike, Sequence[PathLike]], target: Partitioned) -> LoadReport:
+    folder, parts = target.folder, target.parts
     schema = records.empty_long_table().schema
     writers = [pq.ParquetWriter(target.part_path(i), schema, compression="zstd") for i in range(parts)]
     shared: List[pa.Table] = []
@@ -87,8 +103,19 @@ def partition_history(source: Union[PathLike, Sequence[PathLike]], destination: 
     target.report.time_scale = scales.pop() if scales else 1.0
     pq.write_table(_without_duplicates(pa.concat_tables(shared) if shared else records.empty_long_table(),
                                        target.report), folder / RECORDS, compression="zstd")
+    for frame in read_parts(target):  # one part at a time: duplicates and series resolution of every host
+        _add_part_report(target.report, history.report_of(frame))
     _write_description(target)
     return target.report
+
+
+def _add_part_report(report: LoadReport, part: LoadReport) -> None:
+    """A part's duplicates (its hosts' observations; shared records are de-duplicated once, above) and its
+    hosts' series resolution, into the whole's."""
+    report.duplicates += part.duplicates
+    report.records -= part.duplicates
+    report.observations -= part.duplicates
+    report.resolution.update(part.resolution)
 
 
 def _write_by_host(table: pa.Table, writers: List[pq.ParquetWriter]) -> None:
@@ -131,7 +158,9 @@ def open_partitioned(path: PathLike) -> Partitioned:
         report = LoadReport(**{k: v for k, v in raw.items() if k in LoadReport.__dataclass_fields__},
                             examples=examples)
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise HistoryError(f"{folder / DESCRIPTION} does not describe a partitioned history ({error}).") from None
+        reason = f"no {error.args[0]!r} in it" if isinstance(error, KeyError) else history.one_sentence(error)
+        raise HistoryError(f"{folder / DESCRIPTION} does not describe a partitioned history ({reason}); partition "
+                           "the history again.") from None
     target = Partitioned(folder, parts, report)
     missing = [p.name for p in [target.part_path(i) for i in range(parts)] + [folder / RECORDS] if not p.is_file()]
     if missing:
@@ -141,8 +170,8 @@ def open_partitioned(path: PathLike) -> Partitioned:
 
 def read_parts(target: Partitioned, hosts: Optional[Sequence[str]] = None) -> Iterator[pd.DataFrame]:
     """One observations frame per part (of `hosts`' parts only, when given), each with every approval and
-    action record, sorted and de-duplicated like load_history's. Each frame's report counts that part: its
-    duplicates and its hosts' resolution; records and bad lines are the whole history's (target.report)."""
+    action record, sorted and de-duplicated like load_history's. Each frame's report counts that part only
+    (its duplicates, its hosts' resolution); the whole history's is target.report."""
     shared = _read_table(target.folder / RECORDS)
     wanted = None if hosts is None else {part_of(h, target.parts) for h in hosts}
     for index in range(target.parts):
@@ -158,4 +187,5 @@ def _read_table(path: Path) -> pa.Table:
     try:
         return pq.read_table(path)
     except (OSError, pa.ArrowException) as error:
-        raise HistoryError(f"cannot read {path} as Parquet: {error}.") from None
+        raise HistoryError(f"cannot read {path} as Parquet ({history.one_sentence(error)}); partition the "
+                           "history again.") from None

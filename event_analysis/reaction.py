@@ -47,7 +47,7 @@ def reaction_table(observations: pd.DataFrame, lifecycles: Optional[pd.DataFrame
     scale = float(time_scale if time_scale is not None else report_of(observations).time_scale)
     life = event_lifecycles(observations, time_scale=scale) if lifecycles is None else lifecycles
     if life.empty:
-        return pd.DataFrame({c: pd.Series(dtype="object") for c in REACTION_COLUMNS})
+        return no_reaction()
     out = life[["event_id", "host", "vm", "vm_set", "fault_domain", "event_type", "event_source", "outcome",
                 "appeared_after", "first_seen", "approved_at", "approved_by", "started_seen", "not_before"]].copy()
     out = out.merge(_first_action(observations, "prepare"), on=["event_id", "host"], how="left")
@@ -64,7 +64,7 @@ def reaction_table(observations: pd.DataFrame, lifecycles: Optional[pd.DataFrame
     out["approval_margin_s"] = _seconds(out["not_before"] - out["approved_at"], scale)
     out["late"] = ((out["prepared_at"] > out["not_before"]) | (out["prepared_at"] >= out["started_seen"])).fillna(False)
     out["started_unprepared"] = ~out["prepared"] & out["started_seen"].notna()
-    out["approval_unneeded"] = _approval_unneeded(out)
+    out["approval_unneeded"] = approvals_unneeded(out)
     return out[list(REACTION_COLUMNS)].sort_values(["first_seen", "event_id", "host"], kind="stable").reset_index(drop=True)
 
 
@@ -112,7 +112,16 @@ def _approval_trigger(observations: pd.DataFrame) -> pd.DataFrame:
                          "approval_trigger": first["trigger"].astype("string")})
 
 
-def _approval_unneeded(out: pd.DataFrame) -> pd.Series:
+def no_reaction() -> pd.DataFrame:
+    """A reaction table without rows, with its columns."""
+    return pd.DataFrame({c: pd.Series(dtype="object") for c in REACTION_COLUMNS})
+
+
+def approvals_unneeded(out: pd.DataFrame) -> pd.Series:
+    """Per row, whether its event's first approval came at or after NotBefore or after any of the table's VMs
+    had seen it Started (event level: computed over the whole table, all VMs of the event)."""
+    if out.empty:
+        return pd.Series(dtype=bool)
     started_first = out.groupby("event_id")["started_seen"].transform("min")
     unneeded = (out["approved_at"] >= out["not_before"]) | (out["approved_at"] > started_first)
     return unneeded.fillna(False).astype(bool)

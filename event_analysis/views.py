@@ -17,7 +17,7 @@ import pandas as pd
 from event_analysis import partitioned, sets
 from event_analysis.history import LoadReport, load_history, report_of
 from event_analysis.lifecycles import event_lifecycles, no_lifecycles
-from event_analysis.reaction import reaction_table
+from event_analysis.reaction import approvals_unneeded, no_reaction, reaction_table
 from event_analysis.sources import DEMO_HISTORY
 
 TimeLike = Union[str, pd.Timestamp, None]
@@ -156,7 +156,6 @@ def _open_partitioned(target: partitioned.Partitioned, start: TimeLike, end: Tim
     reactions: List[pd.DataFrame] = []
     evidence: List[pd.DataFrame] = []
     for frame in partitioned.read_parts(target, wanted):
-        _add_part_report(report, report_of(frame))
         part_hosts = set(frame["host"].dropna().astype(str).unique())
         seen_hosts |= part_hosts
         chosen = None if wanted is None else [h for h in wanted if h in part_hosts]
@@ -175,21 +174,18 @@ def _open_partitioned(target: partitioned.Partitioned, start: TimeLike, end: Tim
     description = "\n".join(_report_lines(report) + [f"read part by part: {target.parts} parts of {target.folder}",
                                                       span.sentence()])
     life = _whole(lifecycles, ["host"], labels) if lifecycles else no_lifecycles(report.time_scale)
-    table = _whole(reactions, ["first_seen", "event_id", "host"], labels) if reaction and reactions else None
+    table = None
+    if reaction:
+        table = _whole(reactions, ["first_seen", "event_id", "host"], labels) if reactions else no_reaction()
+        table["approval_unneeded"] = approvals_unneeded(table)  # event level: across every part's VMs
     return HistoryView(description, report, life, table)
-
-
-def _add_part_report(report: LoadReport, part: LoadReport) -> None:
-    """A part's duplicates (its hosts' observations only) and its hosts' series resolution, into the whole's."""
-    report.duplicates += part.duplicates
-    report.records -= part.duplicates
-    report.observations -= part.duplicates
-    report.resolution.update(part.resolution)
 
 
 def _whole(frames: List[pd.DataFrame], order: List[str], labels: dict) -> pd.DataFrame:
     """Parts' tables as one, in the order one table of the whole history has, with the sets of the whole."""
-    filled = [f for f in frames if len(f)] or frames[:1]  # an empty part's columns have no string dtypes
+    filled = [f for f in frames if len(f)]  # an empty part's columns have no string dtypes
+    if not filled:
+        return frames[0]
     whole = pd.concat(filled, ignore_index=True).sort_values(order, kind="stable").reset_index(drop=True)
     whole["vm_set"] = whole["vm"].map(labels).astype("string")
     whole.attrs = dict(frames[0].attrs)

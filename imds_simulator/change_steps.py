@@ -65,7 +65,7 @@ def poll_changes(poller: Poller, end: datetime, firsts: List[datetime]) -> None:
         approvals = poller.stats.approvals
         _poll(poller, vm, i, index, at, step, due)
         if poller.stats.approvals != approvals:  # an approval can start events: other VMs' documents change
-            _schedule_changed(vms, engine, at, step, due)
+            _schedule_changed(vms, engine, at, step, due, approver=i)
     for vm in vms:
         if not vm.done and not vm.answered and vm.last_index >= 0:
             state = engine.vms[vm.name.lower()]
@@ -103,20 +103,25 @@ def _wake_at(poller: Poller, served: Served, enabled_at: Optional[datetime]) -> 
 
 
 def _schedule_changed(vms: List[_Ticks], engine: Engine, at: datetime, step: timedelta,
-                      due: List[Tuple[datetime, int, int]]) -> None:
+                      due: List[Tuple[datetime, int, int]], approver: Optional[int] = None) -> None:
     """A poll for every VM whose document changed, at its first tick from `at` on. (A re-enabled service's
-    incarnation reset counts as a change too: one extra poll, which answers like the one before.)"""
+    incarnation reset counts as a change too: one extra poll, which answers like the one before.) After an
+    approval by VM `approver` at `at`, a VM whose tick is also `at` but comes first (a lower index: polls at
+    one moment go in fleet order) polled before the approval, so it sees the change a tick later."""
     for i, vm in enumerate(vms):
         revision = engine.vms[vm.name.lower()].revision
         if revision == vm.revision or vm.done:
             continue
         vm.revision = revision
-        _poll_from(due, vm, i, at, step)
+        _poll_from(due, vm, i, at, step, later=approver is not None and i < approver)
 
 
-def _poll_from(due: List[Tuple[datetime, int, int]], vm: _Ticks, i: int, moment: datetime, step: timedelta) -> None:
-    """Queue the VM's first tick at or after `moment` that it has not polled yet."""
+def _poll_from(due: List[Tuple[datetime, int, int]], vm: _Ticks, i: int, moment: datetime, step: timedelta,
+               later: bool = False) -> None:
+    """Queue the VM's first tick at or after `moment` (after it, with `later`) that it has not polled yet."""
     index = vm.index_at_or_after(moment, step)
+    if later and vm.first + step * index == moment:
+        index += 1
     heapq.heappush(due, (vm.first + step * index, i, index))
 
 

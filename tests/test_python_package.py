@@ -16,13 +16,20 @@ pytestmark = pytest.mark.xdist_group("wheel")
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel built from this checkout (offline: the test requirements' setuptools), installed into a
-    folder of its own without dependencies (this interpreter has them)."""
-    dist, site = tmp_path_factory.mktemp("dist"), tmp_path_factory.mktemp("site")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel built from this checkout (offline: the test requirements' setuptools)."""
+    dist = tmp_path_factory.mktemp("dist")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist),
                     str(REPO)], check=True, capture_output=True, timeout=600)
-    (wheel,) = dist.glob("*.whl")
+    (built,) = dist.glob("*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel installed into a folder of its own, without dependencies (this interpreter has them; their
+    declaration is checked below)."""
+    site = tmp_path_factory.mktemp("site")
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
                    check=True, capture_output=True, timeout=600)
     return site
@@ -35,11 +42,8 @@ def run_outside(site: Path, tmp: Path, *command: str) -> subprocess.CompletedPro
     return subprocess.run(list(command), cwd=tmp, env=env, capture_output=True, text=True, timeout=300)
 
 
-def test_the_wheel_holds_the_two_packages_their_data_and_no_collection_content(tmp_path: Path) -> None:
-    dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist),
-                    str(REPO)], check=True, capture_output=True, timeout=600)
-    (wheel,) = dist.glob("azure_imds_scheduled_events_analysis-*.whl")
+def test_the_wheel_holds_the_two_packages_their_data_and_no_collection_content(wheel: Path) -> None:
+    assert wheel.name.startswith("azure_imds_scheduled_events_analysis-")
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
     assert tops == {"event_analysis", "imds_simulator"}
@@ -50,6 +54,12 @@ def test_the_wheel_holds_the_two_packages_their_data_and_no_collection_content(t
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "scheduled-events-analysis = event_analysis.__main__:main" in text
     assert "imds-simulator = imds_simulator.cli:main" in text
+    metadata = zipfile.ZipFile(wheel).read(entry_points.replace("entry_points.txt", "METADATA")).decode()
+    requires = {line.split(":", 1)[1].strip().split(";")[0].strip() for line in metadata.splitlines()
+                if line.startswith("Requires-Dist:")}
+    # What the library imports at its top level must be declared (the notebooks' and AWX's in their extras).
+    assert {"pandas<4,>=2.2", "pyarrow>=16", "matplotlib<4,>=3.8"} <= requires
+    assert "requests<3,>=2.31" in requires and "papermill<3,>=2.6" in requires
 
 
 def test_the_installed_package_is_the_wheel_and_reads_no_repository_file(installed: Path, tmp_path: Path) -> None:
@@ -79,3 +89,13 @@ def test_the_console_scripts_generate_partition_and_summarise(installed: Path, t
     wrong = run_outside(installed, tmp_path, str(analysis), "summary", "nothing-here.jsonl")
     assert wrong.returncode == 1 and wrong.stderr.strip() == \
         "scheduled-events-analysis: no history file at nothing-here.jsonl." and not wrong.stdout
+
+
+def test_reading_from_awx_without_requests_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """requests is the `awx` extra, not a dependency: without it, one sentence says what to install."""
+    from event_analysis import HistoryError, awx
+
+    monkeypatch.setitem(sys.modules, "requests", None)  # as if it were not installed
+    with pytest.raises(HistoryError, match=r"^reading a job from AWX needs the requests package: pip install "
+                                           r"'azure-imds-scheduled-events-analysis\[awx\]'"):
+        list(awx.awx_job_events("https://awx.example", 1, "token"))

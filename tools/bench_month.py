@@ -2,7 +2,8 @@
 
     python tools/bench_month.py [--days 30] [--vms-per-set 100] [--sets 20] [--parts 16] [--no-whole]
 
-1. Generates (or reuses, in build/bench-month/) a simulated change-only history as the event relays of the
+1. Generates (or reuses, in build/bench-month/, when the same parameters made it: delete the folder after
+   changing the simulator) a simulated change-only history as the event relays of the
    fleet would write it: fleet-mix's event rates, 20 availability sets of 100 VMs, one-second polls, the first
    VM of an event's resources approving user events; one .jsonl.gz file per day.
 2. Measures, each in a fresh process (wall seconds and peak resident memory, the process's and its
@@ -75,8 +76,10 @@ def generate(folder: Path, days: float, vms_per_set: int, sets: int) -> Dict[str
 
     key = {"days": days, "vms_per_set": vms_per_set, "sets": sets, "poll_s": 1.0, "scenario": "fleet-mix", "seed": 7}
     described = folder / "month.json"
-    if described.is_file() and json.loads(described.read_text())["key"] == key:
-        return dict(json.loads(described.read_text()), reused=True)
+    if described.is_file():  # reused when the same parameters made it and its files are all there
+        made = json.loads(described.read_text())
+        if made["key"] == key and len(list(folder.glob("relay-*.jsonl.gz"))) == made["files"]:
+            return dict(made, reused=True)
     for old in folder.glob("relay-*.jsonl.gz"):
         old.unlink()
     folder.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ import pytest
 
 import event_analysis as ea
 from event_analysis import partitioned
-from tests.analysis.histories import action, approval, simulate, write_lines
+from tests.analysis.histories import action, approval, at, event, observation, simulate, write_lines
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.filterwarnings("ignore::event_analysis.HistoryWarning")
@@ -68,6 +68,8 @@ def test_a_slice_of_hosts_and_time_reads_only_their_parts(fleet: List[Path], tmp
     assert 0 < len(whole.lifecycles) and set(whole.lifecycles["host"]) <= set(hosts)
     pd.testing.assert_frame_equal(by_part.lifecycles, whole.lifecycles)
     assert by_part.description.splitlines()[-1] == whole.description.splitlines()[-1]
+    for field in ("records", "observations", "approvals", "duplicates", "bad", "resolution"):
+        assert getattr(by_part.report, field) == getattr(whole.report, field), field  # the whole history's
     with pytest.warns(UserWarning, match="no observations from host.s. nobody"):
         ea.open_history(str(tmp_path / "parts"), hosts=["web-vm0", "nobody"])
 
@@ -90,21 +92,56 @@ def test_lifecycles_are_computed_one_part_at_a_time(fleet: List[Path], tmp_path:
 
 
 @pytest.mark.parametrize("damage, message", [
-    (lambda folder: (folder / "history.json").write_text("{", encoding="utf-8"), "does not describe a partitioned"),
+    (lambda folder: (folder / "history.json").write_text('{"parts": 2}', encoding="utf-8"),
+     "history.json does not describe a partitioned history (no 'report' in it); partition the history again."),
     (lambda folder: (folder / "part-001.parquet").unlink(), "lacks part-001.parquet: partition the history again."),
-    (lambda folder: (folder / "part-000.parquet").write_bytes(b"not parquet"), "cannot read .*part-000.parquet as Parquet"),
+    (lambda folder: (folder / "part-000.parquet").write_bytes(b"not parquet"),
+     "part-000.parquet as Parquet"),
 ])
 def test_a_damaged_folder_is_one_sentence(fleet: List[Path], tmp_path: Path, damage, message: str) -> None:
     ea.partition_history([str(fleet[0])], tmp_path / "parts", parts=2)
     damage(tmp_path / "parts")
-    with pytest.raises(ea.HistoryError, match=message):
+    with pytest.raises(ea.HistoryError) as raised:
         ea.open_history(str(tmp_path / "parts"))
+    text = str(raised.value)
+    assert message in text and text.endswith("partition the history again.") and text.count(". ") == 0, text
+    assert "\n" not in text
+
+
+def test_a_failed_partitioning_leaves_nothing_behind(fleet: List[Path], tmp_path: Path) -> None:
+    ea.to_parquet(str(fleet[0]), tmp_path / "one.parquet")
+    with pytest.raises(ea.HistoryError, match="is Parquet; partition the JSON-lines"):
+        ea.partition_history([str(fleet[1]), str(tmp_path / "one.parquet")], tmp_path / "parts")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.parquet"]
+    ea.partition_history([str(fleet[1])], tmp_path / "parts", parts=2)  # and the same folder works next time
+    assert partitioned.is_partitioned(tmp_path / "parts")
+
+
+def test_an_approval_after_another_parts_vm_saw_the_event_started_was_unneeded(tmp_path: Path) -> None:
+    """`approval_unneeded` is event level: vm `first` saw E Started at 10 s, `late` approved at 25 s. Put in
+    different parts, each part alone cannot tell; the whole table can."""
+    names = [f"vm{i}" for i in range(40)]
+    first, late = next((a, b) for a in names for b in names if partitioned.part_of(a, 2) != partitioned.part_of(b, 2))
+    started = [event("E", "Started", [first, late])]
+    lines = [observation(0, first, [event("E", "Scheduled", [first, late], not_before=at(60))]),
+             observation(10, first, started), observation(40, first, []),
+             observation(0, late, [event("E", "Scheduled", [first, late], not_before=at(60))]),
+             approval(25, late, ["E"]), observation(40, late, started), observation(50, late, [])]
+    path = write_lines(tmp_path / "h.jsonl", lines)
+    ea.partition_history(str(path), tmp_path / "parts", parts=2)
+    whole, by_part = ea.open_history(str(path), reaction=True), ea.open_history(str(tmp_path / "parts"), reaction=True)
+    assert list(whole.reaction["approval_unneeded"]) == [True, True]
+    pd.testing.assert_frame_equal(by_part.reaction, whole.reaction)
+    with pytest.warns(UserWarning, match="no observations from host.s. nobody"):
+        nobody = ea.open_history(str(tmp_path / "parts"), hosts=["nobody"], reaction=True)
+    assert nobody.reaction is not None and nobody.reaction.empty and list(nobody.reaction.columns) == list(
+        whole.reaction.columns)
 
 
 def test_partitioning_refuses_to_mix_into_a_used_folder_or_parquet(fleet: List[Path], tmp_path: Path) -> None:
     (tmp_path / "used").mkdir()
     (tmp_path / "used" / "keep.txt").write_text("mine", encoding="utf-8")
-    with pytest.raises(ea.HistoryError, match="exists and is not empty"):
+    with pytest.raises(ea.HistoryError, match="exists and is not an empty folder"):
         ea.partition_history([str(fleet[0])], tmp_path / "used")
     assert (tmp_path / "used" / "keep.txt").read_text(encoding="utf-8") == "mine"
     ea.to_parquet(str(fleet[0]), tmp_path / "one.parquet")
@@ -135,4 +172,5 @@ def test_the_command_line_partitions_and_summarises_part_by_part(fleet: List[Pat
         whole.stdout.splitlines()
     refused = run("partition", str(fleet[0]), str(tmp_path / "parts"))
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
-    assert refused.stderr.strip().endswith("exists and is not empty; give a new folder for the partitioned history.")
+    assert refused.stderr.strip().endswith("exists and is not an empty folder; give a new folder for the partitioned "
+                                          "history.")

@@ -6,7 +6,7 @@ import io
 import json
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import jsonschema
@@ -216,4 +216,24 @@ def test_jumping_sees_every_change_after_a_restarted_incarnation() -> None:
     series = [(json.loads(line)["document_incarnation"], len(json.loads(line)["events"])) for line in slow.splitlines()
               if json.loads(line)["host"] == json.loads(slow.splitlines()[-1])["host"]]
     assert series == [(1, 0), (1, 1), (2, 0)], series  # listed at 1 (restarted), gone at 2
+    assert fast == slow and fast_stats == slow_stats
+
+
+def test_jumping_keeps_the_fleet_order_of_polls_at_one_moment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two VMs with the same phase poll at the same moments, vm0 first. vm1, back from a hardware failure,
+    approves a user reboot at such a moment: vm0 polled just before, so it sees Started one tick later."""
+    from imds_simulator import offline
+
+    monkeypatch.setattr(offline, "_phases", lambda engine, interval, seed: [T0 + timedelta(seconds=0.25)] * 2)
+    failure = {"key": "failure", "type": "Reboot", "source": "Platform", "description": "Host server is being repaired.",
+               "duration_s": -1, "impact_s": 120, "notice_s": None, "started_for_s": 400,
+               "resources": {"names": ["avset-web-vm1"]}, "at_s": 100}
+    reboot = {"key": "reboot", "type": "Reboot", "source": "User", "description": "Virtual machine is going to be "
+              "restarted.", "duration_s": -1, "notice_s": 900, "started_for_s": 240,
+              "resources": {"names": ["avset-web-vm1"]}, "at_s": 150}
+    scenario = sc.parse({"name": "same-tick", "summary": "An approval at a moment both VMs poll.",
+                         "events": [failure, reboot]}, {})
+    (slow, slow_stats, _), (fast, fast_stats, _) = _both_ways(
+        scenario, days=0.02, poll=5.0, approve="user", seed=1, engine_options=EngineOptions(record_served=False), vms=2)
+    assert slow_stats.approvals == 1
     assert fast == slow and fast_stats == slow_stats
