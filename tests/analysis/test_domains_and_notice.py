@@ -183,8 +183,11 @@ def test_overlap_pairs_are_every_same_set_pair_whose_possible_intervals_meet() -
                          "started_seen": start, "started_after": start, "last_seen": end, "gone_at": end,
                          "event_source": "Platform", "first_seen_started": False, "update_domain": 0})
     found = ea.domain_overlaps(rows)
-    expected = {(a, b) for a in range(count) for b in range(count) if a != b
-                and rows.vm_set[a] == rows.vm_set[b] and rows.fault_domain[a] != rows.fault_domain[b]
-                and max(start[a], start[b]) < min(end[a], end[b]) or False}
-    got = {(int(x[2:]), int(y[2:])) for x, y in zip(found["vm_a"], found["vm_b"])}
-    assert len(got) > 50 and {tuple(sorted(p)) for p in got} == {tuple(sorted(p)) for p in expected}
+    rank = {row: position for position, row in enumerate(sorted(range(count), key=lambda r: (start[r], r)))}
+    expected = sorted(((a, b) for a in range(count) for b in range(count)
+                       if rank[a] < rank[b] and rows.vm_set[a] == rows.vm_set[b]
+                       and rows.fault_domain[a] != rows.fault_domain[b]
+                       and max(start[a], start[b]) < min(end[a], end[b])), key=lambda p: (rank[p[0]], rank[p[1]]))
+    got = [(int(x[2:]), int(y[2:])) for x, y in zip(found["vm_a"], found["vm_b"])]
+    assert len(got) > 50 and got == expected  # every pair once, earlier start first, in start order
+    assert set(found["kind"]) == {"certain"}  # seen Started throughout: every meeting is certain
