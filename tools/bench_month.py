@@ -1,6 +1,7 @@
 """Benchmark: a month of one-second relay histories of 2,000 VMs, from generation to the notebooks.
 
     python tools/bench_month.py [--days 30] [--vms-per-set 100] [--sets 20] [--parts 16] [--no-whole]
+                                [--no-notebooks]
 
 1. Generates (or reuses, in build/bench-month/, when the same parameters made it: delete the folder after
    changing the simulator) a simulated change-only history as the event relays of the
@@ -199,6 +200,7 @@ def main() -> int:
     parser.add_argument("--sets", type=int, default=20)
     parser.add_argument("--parts", type=int, default=16)
     parser.add_argument("--no-whole", action="store_true", help="skip reading the month unpartitioned")
+    parser.add_argument("--no-notebooks", action="store_true", help="skip executing the notebooks")
     parser.add_argument("--folder", default=str(REPO / "build" / "bench-month"))
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -219,7 +221,7 @@ def main() -> int:
           f"{' (reused from an earlier run)' if month.get('reused') else ''}, generator peak "
           f"{month.get('generate_peak_mib', made['peak_mib']):.0f} MiB")
     steps = ["plain-parse", "partition", "part-by-part"] + ([] if args.no_whole else ["whole"])
-    steps += [f"notebook:{name}" for name in NOTEBOOKS]
+    steps += [] if args.no_notebooks else [f"notebook:{name}" for name in NOTEBOOKS]
     rows = []
     for step in steps:
         figures = measure(step, folder, args.parts)
