@@ -165,6 +165,12 @@ def test_the_timeline_gives_each_set_its_own_domain_rows(tmp_path: Path) -> None
     figure = plots.domain_timeline(windows)
     labels = [tick.get_text() for tick in figure.axes[0].get_yticklabels()]
     assert labels == ["a-vm0's set 0", "a-vm0's set 1", "b-vm0's set 0", "b-vm0's set 1"]
+    from matplotlib.collections import PolyCollection
+
+    bars = [c for c in figure.axes[0].collections if isinstance(c, PolyCollection)]
+    rows = sorted(round(float(path.vertices[:, 1].min() + path.vertices[:, 1].max()) / 2, 3)
+                  for bar in bars for path in bar.get_paths())
+    assert rows == [0.0, 0.0, 1.0, 1.0, 2.0, 2.0, 3.0, 3.0]  # each window on its own set's row, light and dark
     narrow = plots.domain_timeline(windows, max_sets=1)
     assert [t.get_text() for t in narrow.axes[0].get_yticklabels()] == ["a-vm0's set 0", "a-vm0's set 1"]
     assert "(first 1 of 2 sets)" in narrow._suptitle.get_text()
