@@ -805,7 +805,9 @@ def test_a_control_cancel_withdraws_a_scheduled_event_and_refuses_a_started_one(
     answer = sim.control_post("cancel", {"event_id": scheduled})
     assert answer.status_code == 200, answer.text
     assert sim.truth_for(scheduled)["outcome"] == "cancelled"
-    assert sim.document("avset-web-vm0")["Events"] == []
+    # Only the cancelled event is gone: the default scenario's walk may have appeared too (83 ms after start
+    # at this time scale), so the document need not be empty.
+    assert scheduled not in [e["EventId"] for e in sim.document("avset-web-vm0")["Events"]]
     created = sim.control_post("events", {"event": {"key": "b", "type": "Redeploy", "notice_s": None,
                                                    "resources": {"names": ["avset-web-vm1"]}}})
     (started,) = created.json()["event_ids"]
