@@ -245,11 +245,16 @@ def to_parquet(source: Union[PathLike, Sequence[PathLike]], destination: PathLik
     return report
 
 
-def _read_parquet(path: Path) -> Tuple[pa.Table, LoadReport]:
+def read_parquet_table(path: Path, fix: str = "") -> pa.Table:
+    """A Parquet file's table, or a HistoryError of one sentence (ending with `fix`, what to do about it)."""
     try:
-        table = pq.read_table(path)
+        return pq.read_table(path)
     except (OSError, pa.ArrowException) as error:
-        raise HistoryError(f"cannot read {path} as Parquet ({one_sentence(error)}).") from None
+        raise HistoryError(f"cannot read {path} as Parquet ({one_sentence(error)}){fix}.") from None
+
+
+def _read_parquet(path: Path) -> Tuple[pa.Table, LoadReport]:
+    table = read_parquet_table(path)
     for name in records.LATER_COLUMNS:  # a file written before change-only histories
         if name not in table.column_names:
             empty = pa.array(np.zeros(table.num_rows, dtype=bool)) if name == "reconstructed" \

@@ -184,8 +184,4 @@ def read_parts(target: Partitioned, hosts: Optional[Sequence[str]] = None) -> It
 
 
 def _read_table(path: Path) -> pa.Table:
-    try:
-        return pq.read_table(path)
-    except (OSError, pa.ArrowException) as error:
-        raise HistoryError(f"cannot read {path} as Parquet ({history.one_sentence(error)}); partition the "
-                           "history again.") from None
+    return history.read_parquet_table(path, fix="; partition the history again")

@@ -97,10 +97,12 @@ class Span:
 
     def add(self, other: "Span") -> None:
         """Add a span of other hosts (a part of a partitioned history holds each host whole)."""
+        if not other.polls:
+            return
         self.polls += other.polls
         self.hosts += other.hosts
-        self.first = min(t for t in (self.first, other.first) if t is not None) if other.polls else self.first
-        self.last = max(t for t in (self.last, other.last) if t is not None) if other.polls else self.last
+        self.first = other.first if self.first is None else min(self.first, other.first)
+        self.last = other.last if self.last is None else max(self.last, other.last)
         self.events |= other.events
 
     def sentence(self) -> str:
