@@ -19,3 +19,4 @@ class ActionModule(WindowsAwareAction):
     ARGUMENT_SPEC = staticmethod(argument_spec)
     REQUIRED_ONE_OF = REQUIRED_ONE_OF
     MUTUALLY_EXCLUSIVE = MUTUALLY_EXCLUSIVE
+    PATH_OPTIONS = ("state_path",)

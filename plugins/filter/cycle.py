@@ -59,6 +59,11 @@ def cycle_state(result, prepared_now=None, approved_now=None, recovered=None, fa
     return state_text(state)
 
 
+def cycle_step_state(result, host_plan, step, approved_now=None):
+    state = _guard(cycle_policy.state_for_step, dict(result), dict(host_plan), str(step), list(approved_now or []))
+    return state_text(state)
+
+
 def cycle_run_name(controller, awx_job_id=None):
     return cycle_policy.run_name(controller, secrets.randbelow(2 ** 48), datetime.now(timezone.utc), awx_job_id)
 
@@ -94,6 +99,6 @@ def watch_done(hosts, hostvars, hosts_in_target):
 
 class FilterModule(object):
     def filters(self):
-        return {"cycle_plan": cycle_plan, "cycle_confirm": cycle_confirm, "cycle_state": cycle_state,
+        return {"cycle_plan": cycle_plan, "cycle_confirm": cycle_confirm, "cycle_state": cycle_state, "cycle_step_state": cycle_step_state,
                 "cycle_run_name": cycle_run_name, "watch_start": watch_start, "watch_timing": watch_timing,
                 "watch_after_round": watch_after_round, "watch_done": watch_done, "read_vms": read_vms}

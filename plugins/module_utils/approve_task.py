@@ -9,6 +9,13 @@ __metaclass__ = type
 
 import time
 
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_lock import LockError, refresh
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import (
+    empty_state,
+    load_state,
+    state_text,
+    with_approved,
+)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.approval import (
     ApprovalRequestError,
     plan_approval,
@@ -18,11 +25,13 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.approv
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.imds import ImdsError
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import (
     IMDS_ARGUMENT_SPEC,
+    StateUnreadable,
     TaskFailed,
     build_client,
     guarded,
     read_document,
     this_vm,
+    utc_now,
 )
 
 REQUIRED_ONE_OF = [("event_ids", "events")]
@@ -41,8 +50,41 @@ def argument_spec():
         wait_for_start=dict(type="bool", default=False),
         wait_timeout=dict(type="float", default=120.0),
         poll_interval=dict(type="float", default=1.0),
+        state_path=dict(type="path"),
+        lock_owner=dict(type="str"),
+        lease_seconds=dict(type="float", default=900.0),
     )
     return spec
+
+
+def record_approval(params, ids, edges):
+    """Write-ahead: `ids` on record as approved in the VM's state file before the POST sends them, in the step
+    that renews this run's lock (a run taken over records, and so sends, nothing). Raises TaskFailed."""
+    path, owner = params["state_path"], params["lock_owner"]
+
+    def recorded():
+        state, status, message = load_state(edges.read_text(path))
+        if status == "corrupt":
+            raise TaskFailed("%s: %s Nothing was approved." % (path, message))
+        return state_text(with_approved(state or empty_state(), ids))
+
+    if edges.write_text is None:
+        raise TaskFailed("state_path is not supported on Windows VMs (the maintenance_cycle role records the approval "
+                         "with a save of its own); nothing was approved.")
+    try:
+        if not owner:
+            edges.write_text(path, recorded())
+            return
+        def change(current):
+            renewed = refresh(current, owner, utc_now(), params["lease_seconds"], path + ".lock")
+            edges.write_text(path, recorded())
+            return renewed
+
+        edges.update_lock(path + ".lock", change)
+    except LockError as exc:
+        raise TaskFailed("%s Nothing was approved." % str(exc).rstrip("."))
+    except (OSError, IOError, StateUnreadable) as exc:
+        raise TaskFailed("cannot record the approval in the state file %s (%s), so nothing was approved." % (path, exc))
 
 
 def wait_until_started(client, ids, timeout, interval, clock=time.monotonic, sleep=time.sleep):
@@ -85,6 +127,9 @@ def run_approve(params, edges, check_mode=False, diff_mode=False):
         result.update(changed=False, approved=[])
         raise TaskFailed(plan.error, **result)
     if plan.approve and not check_mode:
+        if params["state_path"]:
+            record_approval(params, plan.approve, edges)
+            result["recorded_in"] = params["state_path"]
         try:
             client.approve(plan.approve)
         except ImdsError as exc:

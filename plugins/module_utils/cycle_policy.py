@@ -9,28 +9,39 @@ Rules (the README's "Safety rules" states them for users):
 
 - The plan covers every host of the target, read or not. What it cannot see
   counts as busy, never as free: a host without a fresh read, held by another
-  run, without a document (an empty 200) or whose name is ambiguous plans
+  run, without a document (an empty 200), with a state file this code cannot
+  trust (damaged, or of a newer version: kept as it is for a person), or whose
+  VM name another host of the target has (read now or remembered) plans
   nothing, approves nothing, and holds its fault domain (a host whose domain is
   unknown blocks every new fault domain).
 - A fault domain is keyed by what it really is (`domain_key`): scale set or
   availability set, zone, and fault-domain number.
 - A fault domain is in maintenance while one of its hosts is in a Started event
-  or has begun a prepare that has not been recovered and saved since.
+  (or one of a status this code does not know) or has begun a prepare that has
+  not been recovered and saved since.
 - The hosts of one event are prepared together. An event is admitted when it
   brings no new fault domain, when the limit leaves room, or when nothing
   else is in maintenance (Azure takes those together anyway).
   Otherwise it is deferred, until its NotBefore is near: then it is prepared
-  anyway (Azure starts it at NotBefore prepared or not), and left to NotBefore.
+  anyway (Azure starts it at NotBefore prepared or not), and left to NotBefore:
+  the state remembers it as prepared late, so no later cycle approves it, and
+  the fault domain it holds licenses no other event.
 - An event is approved once, by its leader (the first listed host that was
   read), by policy, and only when every host of the target it lists was read,
   prepared (or is exempt), and is still alive; never when it lists VMs outside
   the target (unless allowed), never on a stale view (the approval carries what
   was planned, see approval.stale_events).
-- Recover: every event that listed the host and is gone, and every event the
-  host began to prepare that is gone or no longer lists it.
-- The state is saved before any approval (when the host prepared, or sees an
-  event listing it that its state does not know) and after recover
-  (`state_after`), so that a failure anywhere keeps what was prepared or seen.
+- Drains are counted per host, across events: a host is drained while any
+  event it began to prepare is not recovered. Recover is owed for every event
+  that listed the host and is gone, and every event the host began to prepare
+  that is gone or no longer lists it; it runs only once the host's last drain
+  ends: never while an event the host began to prepare still lists it, nor in
+  a cycle that prepares the host again (the recover tasks would undo the drain
+  that event needs). The role runs every owed recover before any prepare.
+- Write ahead (`state_for_step`): the state is saved before the prepare tasks
+  run (their events as begun), after them (done, and news), before the approval
+  POST (scheduled_events_approve records the ids it sends), and after recover,
+  so that a kill or a lost host at any step still owes its recover.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -67,14 +78,17 @@ DEFAULT_POLICY = {
 }
 
 # Host statuses: only a FRESH host is seen well enough to plan for.
-FRESH, BLIND, HELD, UNREAD, AMBIGUOUS = "fresh", "blind", "held", "unread", "ambiguous"
+FRESH, BLIND, HELD, UNREAD, AMBIGUOUS, DAMAGED = "fresh", "blind", "held", "unread", "ambiguous", "damaged"
+# Every status but FRESH holds its host's fault domain: what the plan cannot see or trust is busy, never free.
+UNSEEN_STATUSES = (BLIND, HELD, UNREAD, AMBIGUOUS, DAMAGED)
 UNSEEN_DOMAIN = "unseen"  # the fault domain of listed VMs that are not hosts of the target
 UNKNOWN_DOMAIN = "unknown"  # the fault domain of a host never read: blocks every new fault domain
 
 
 # Why an event that lists a host the plan cannot see waits (one phrase per host).
 UNSEEN_REASONS = {HELD: "another maintenance run holds %s", UNREAD: "%s could not be read",
-                  BLIND: "%s has no Scheduled Events document yet", AMBIGUOUS: "%s shares its VM name with another host"}
+                  BLIND: "%s has no Scheduled Events document yet", AMBIGUOUS: "%s shares its VM name with another host",
+                  DAMAGED: "%s has a state file this run cannot trust"}
 
 
 class PolicyError(ValueError):
@@ -142,6 +156,8 @@ def _view(host, result, lock, availability_set, last_vm):
         status = UNREAD
     elif lock.get("held_by"):
         status = HELD
+    elif result.get("state_status") == "corrupt":
+        status = DAMAGED  # it may owe recovers nobody can read: kept as it is, and busy
     elif result.get("document_available") is False:
         status = BLIND
     else:
@@ -152,6 +168,8 @@ def _view(host, result, lock, availability_set, last_vm):
         "host": host,
         "status": status,
         "vm_name": this_vm.get("name") or host,
+        "name_known": bool(this_vm.get("name")),
+        "state_path": (result or {}).get("state_path") or "",
         "domain": domain_key(this_vm, availability_set) if known else UNKNOWN_DOMAIN,
         "set_known": bool(this_vm.get("vm_scale_set_name") or availability_set or this_vm.get("zone")),
         "events": result["events"] if status == FRESH else [],
@@ -165,15 +183,18 @@ def _view(host, result, lock, availability_set, last_vm):
 
 
 def _mark_ambiguous(views):
-    """Two hosts whose VMs share a name (different resource groups): Resources cannot tell them apart."""
+    """Two hosts whose VMs share a name (different resource groups): Resources cannot tell them apart. Judged
+    over every known name, read now or remembered: a host that is unread this cycle still has its VM's name,
+    and the other host must not take an event meant for that VM as its own."""
     by_name = {}
     for view in views.values():
-        if view["status"] != UNREAD:
+        if view["name_known"] or view["status"] != UNREAD:
             by_name.setdefault(resource_name(view["vm_name"]), []).append(view)
     for same in by_name.values():
         if len(same) > 1:
             for view in same:
-                view["status"] = AMBIGUOUS
+                if view["status"] in (FRESH, BLIND):
+                    view["status"] = AMBIGUOUS
 
 
 def _owes_recover(record, current, vm_name):
@@ -202,7 +223,7 @@ def plan_cycle(hosts, policy=None, now=None):
     admitted = _plan_prepares(events, views, plan, busy, doubtful, policy, now)
     approvals = _plan_approvals(events, views, plan, by_vm, admitted, policy)
     for host, view in views.items():
-        plan[host]["recover"] = _recovers(view) if view["status"] == FRESH else []
+        plan[host]["recover"], plan[host]["drained_for"] = _recovers(view, plan[host]["prepare"])
         affected = any(host in a["hosts"] for a in approvals.values())
         plan[host]["saves"] = view["status"] == FRESH and view["holds_vm"]
         plan[host]["save_first"] = plan[host]["saves"] and (bool(plan[host]["prepare"]) or _news(view))
@@ -229,7 +250,8 @@ def _policy(policy):
 
 def _empty_plan(view):
     return {"vm_name": view["vm_name"], "status": view["status"], "fault_domain": view["domain"],
-            "prepare": [], "deferred": [], "approve": [], "waiting": [], "recover": [], "renew": False,
+            "prepare": [], "late": [], "deferred": [], "approve": [], "waiting": [], "recover": [], "drained_for": [],
+            "renew": False,
             "saves": False, "save_first": False}
 
 
@@ -238,26 +260,39 @@ def _busy_fault_domains(views, by_vm):
 
     A domain held only by hosts the plan cannot see may or may not be in maintenance: it blocks other
     domains, but never lets more hosts join it as if it certainly were."""
-    busy, doubtful = {}, set()
+    busy, certain = {}, set()
+
+    def hold(domain, why, surely):
+        busy.setdefault(domain, why)
+        if surely:
+            certain.add(domain)
+
     for view in views.values():
-        if view["status"] in (UNREAD, HELD, AMBIGUOUS):
-            if view["domain"] not in busy:
-                doubtful.add(view["domain"])
-            busy.setdefault(view["domain"], "%s is %s" % (view["host"], view["status"]))
+        if view["status"] in UNSEEN_STATUSES:
+            hold(view["domain"], "%s is %s" % (view["host"], view["status"]), False)
+        present = dict((e["event_id"].upper(), e) for e in view["events"])
         for record in view["records"]:
-            if record.get("prepare") or (view["status"] == BLIND and record["event_status"] == "Started"
-                                         and affects(record, view["vm_name"])):
-                busy.setdefault(view["domain"], "%s prepared for %s" % (view["host"], record["event_id"]))
-                doubtful.discard(view["domain"])
-        for event in view["seen"]:  # a Started event puts every VM it lists into maintenance
-            if event["event_status"] != "Started":
+            if record.get("prepare"):
+                # Only a drain for an event still under way licenses other events to join its domain: not one
+                # prepared late (over the limit, as NotBefore was near), nor one owed a recover (which may
+                # already have run, in a run that died before it saved).
+                ongoing = not _owes_recover(record, present.get(record["event_id"].upper()), view["vm_name"])
+                hold(view["domain"], "%s prepared for %s" % (view["host"], record["event_id"]),
+                     ongoing and not record.get("late"))
+            elif (view["status"] == BLIND and record["event_status"] != "Scheduled"
+                  and affects(record, view["vm_name"])):
+                hold(view["domain"], "%s was in %s event %s" % (view["host"], record["event_status"],
+                                                               record["event_id"]), True)
+        # A Started event puts every VM it lists into maintenance; so does one of a status this code does not
+        # know (it may be one): only Scheduled is known not to have begun.
+        for event in view["seen"]:
+            if event["event_status"] == "Scheduled" and event.get("known_status", True):
                 continue
             for name in event["resources"]:
                 host = by_vm.get(resource_name(name))
                 domain = views[host]["domain"] if host else UNSEEN_DOMAIN
-                busy.setdefault(domain, "%s is in Started event %s" % (name, event["event_id"]))
-                doubtful.discard(domain)
-    return busy, doubtful
+                hold(domain, "%s is in %s event %s" % (name, event["event_status"], event["event_id"]), True)
+    return busy, set(busy) - certain
 
 
 def _scheduled_events(views, by_vm):
@@ -313,6 +348,8 @@ def _plan_prepares(events, views, plan, busy, doubtful, policy, now):
                 plan[host]["deferred"].append({"event_id": event["event_id"], "reason": _deferral(needed, busy, limit)})
             else:
                 plan[host]["prepare"].append(event)
+                if verdict == "late":
+                    plan[host]["late"].append(event["event_id"])
     return admitted
 
 
@@ -340,11 +377,15 @@ def _needs_prepare(view, event, policy):
 
 
 def _prepare_of(view, event):
+    return _record_of(view, event).get("prepare")
+
+
+def _record_of(view, event):
     key = event["event_id"].upper()
     for record in view["records"]:
         if record["event_id"].upper() == key:
-            return record.get("prepare")
-    return None
+            return record
+    return {}
 
 
 def _seconds_left(event, now):
@@ -393,7 +434,7 @@ def _approval_refusal(event, hosts, views, plan, by_vm, admitted, policy):
         return "lists VMs outside this play (%s)" % ", ".join(outside)
     if admitted[key] == "deferred":
         return "affected hosts wait for their fault domain (%s)" % ", ".join(hosts)
-    if admitted[key] == "late":
+    if admitted[key] == "late" or any(_record_of(views[h], event).get("late") for h in hosts):
         return "over the fault-domain limit: prepared as NotBefore is near, and left to NotBefore"
     if _at_once(event, policy):
         return None
@@ -429,9 +470,23 @@ def _news(view):
     return any(e["event_id"].upper() not in known and affects(e, view["vm_name"]) for e in view["events"])
 
 
-def _recovers(view):
+def _recovers(view, preparing):
+    """(the records recovered in this cycle, the events the host stays drained for).
+
+    One drain per host, whatever the number of events: the recover tasks undo it (the shipped examples take
+    the VM back into its load balancer). So nothing is recovered while the host is still drained for an
+    event that lists it, or is prepared again in this cycle: the owed records wait in the state, and are
+    recovered together once the last of those events is gone."""
+    if view["status"] != FRESH:
+        return [], []
     present = dict((e["event_id"].upper(), e) for e in view["events"])
-    return [r for r in view["records"] if _owes_recover(r, present.get(r["event_id"].upper()), view["vm_name"])]
+    owed = [r for r in view["records"] if _owes_recover(r, present.get(r["event_id"].upper()), view["vm_name"])]
+    holding = [r["event_id"] for r in view["records"] if r.get("prepare") and not _owes_recover(
+        r, present.get(r["event_id"].upper()), view["vm_name"])]
+    holding += [e["event_id"] for e in preparing if e["event_id"] not in holding]
+    if not owed or not holding:
+        return owed, []
+    return [], holding
 
 
 def _notes(views, plan):
@@ -443,9 +498,19 @@ def _notes(views, plan):
                                   "without IMDS)" if view["left_alone"] else "could not be read",
                             "its last known fault domain (%s)" % view["domain"]
                             if view["domain"] != UNKNOWN_DOMAIN else "every new fault domain back"))
+        elif view["status"] == DAMAGED:
+            notes.append("%s has a state file this run cannot trust (see the warning of its read): it is left as it "
+                         "is, since it may owe recovers, and the host holds its fault domain. Once you have checked "
+                         "that the VM is not drained, move it aside (mv %s %s.damaged) so that the next cycle "
+                         "starts afresh." % (host, view["state_path"] or "<state file>",
+                                             view["state_path"] or "<state file>"))
         elif view["status"] == AMBIGUOUS:
             notes.append("%s shares its VM name %s with another host of the target (another resource group?): "
                          "Resources cannot tell them apart, so it is left alone." % (host, view["vm_name"]))
+    for host in sorted(plan):
+        if plan[host]["drained_for"]:
+            notes.append("%s stays drained for %s: its owed recovers wait until that is gone." % (
+                host, ", ".join(plan[host]["drained_for"])))
     loose = sorted(h for h, v in views.items() if v["status"] == FRESH and not v["set_known"]
                    and (plan[h]["prepare"] or plan[h]["deferred"]))
     if loose:
@@ -469,14 +534,44 @@ def confirm_approvals(plan, alive_hosts):
 
 # ---------------------------------------------------------------------------------------------- state
 
-def state_after(result, prepared_now=(), approved_now=(), recovered=(), failed=False):
-    """The state a host saves: after prepare (before any approval), after recover, or after a failed prepare.
+# The steps of a cycle at which a host saves its state (the role's save points, in order).
+BEFORE_PREPARE, PREPARED, APPROVING, AFTER_RECOVER = "before_prepare", "prepared", "approving", "after_recover"
+SAVE_STEPS = (BEFORE_PREPARE, PREPARED, APPROVING, AFTER_RECOVER)
+
+
+def state_for_step(result, host_plan, step, approved_now=()):
+    """The state a host saves at a step of its cycle, from its read (`result`) and its part of the plan.
+
+    before_prepare: the events about to be prepared are recorded as begun (write-ahead: a run killed or a host
+    lost during the prepare tasks still owes their recover); prepared: they are done, and news is on record
+    before anything is approved; approving: the ids about to be sent, on record before the POST (Windows VMs; on
+    Linux VMs scheduled_events_approve records them itself, under the lock); after_recover: what was approved,
+    and the recovers that ran, released."""
+    prepared = [e["event_id"] for e in host_plan.get("prepare") or []]
+    late = host_plan.get("late") or []
+    if step == BEFORE_PREPARE:
+        return state_after(result, prepared, failed=True, late=late)
+    if step == PREPARED:
+        return state_after(result, prepared, late=late)
+    if step == APPROVING:  # where the approve module cannot record its approval itself (Windows VMs)
+        return state_after(result, prepared, approved_now, late=late)
+    if step == AFTER_RECOVER:
+        return state_after(result, prepared, approved_now, [r["event_id"] for r in host_plan.get("recover") or []],
+                           late=late)
+    raise PolicyError("unknown save step %r (one of %s)." % (step, ", ".join(SAVE_STEPS)))
+
+
+def state_after(result, prepared_now=(), approved_now=(), recovered=(), failed=False, late=()):
+    """The state a host saves: before prepare (`failed`: begun), after it, or after recover.
 
     Events of the current document, plus every saved event still owed a recover; prepares of this cycle
-    marked done (or, when `failed`, begun: a recover is owed, and the next cycle prepares again); recovered
-    events released. A host with no document (an empty 200) keeps the state it had.
+    marked done (or, when `failed`, begun: a recover is owed, and the next cycle prepares again), and marked
+    `late` when prepared over the fault-domain limit (left to NotBefore); recovered events released. A host with
+    no document (an empty 200), or whose saved state cannot be trusted, keeps the state it had.
     """
     saved = (result or {}).get("state") or {}
+    if result.get("state_status") == "corrupt":
+        raise PolicyError("the state file on this host cannot be trusted, so no state is saved over it.")
     if state_problem(saved) is not None:
         saved = empty_state()
     if result.get("document_available") is False:
@@ -484,15 +579,19 @@ def state_after(result, prepared_now=(), approved_now=(), recovered=(), failed=F
     vm_name = (result.get("this_vm") or {}).get("name") or ""
     prepare_now = PREPARE_STARTED if failed else PREPARE_DONE
     prepared_now = set(i.upper() for i in prepared_now)
+    late = set(i.upper() for i in late)
     recovered = set(i.upper() for i in recovered)
     before = dict((r["event_id"].upper(), r) for r in saved["events"])
     present = dict((e["event_id"].upper(), e) for e in result["events"])
     records = []
     for key, event in present.items():
         prepare = (before.get(key) or {}).get("prepare")
+        was_late = bool((before.get(key) or {}).get("late"))
         if key in prepared_now and prepare != PREPARE_DONE:
             prepare = prepare_now
-        records.append(event_record(event, None if key in recovered else prepare))
+            was_late = was_late or key in late
+        records.append(event_record(event, None if key in recovered else prepare,
+                                    late=was_late and key not in recovered and prepare is not None))
     for key, record in before.items():
         if key not in present and key not in recovered and _owes_recover(record, None, vm_name):
             records.append(record)

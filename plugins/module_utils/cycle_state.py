@@ -10,8 +10,9 @@ Version 2 keeps, per event, how far this VM's prepare went (`prepare`: null,
 "started" or "done"), and keeps an event after it left the document for as long
 as it is owed a recover. So a prepare is never forgotten before its recover ran,
 whatever fails in between, and its fault domain stays in maintenance until then.
-Every field is validated on load: a state this code cannot trust is "corrupt"
-(a first cycle, with a warning), never a traceback.
+Every field is validated on load: a state this code cannot trust is "corrupt",
+never a traceback. A cycle neither uses nor overwrites it: it may owe recovers,
+so the host counts as busy until a person moves the file aside.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -28,6 +29,11 @@ _EVENT_FIELDS = ("event_id", "event_type", "event_status", "resources", "not_bef
 _OPTIONAL_TEXT = ("not_before", "event_source", "description")
 
 
+UNTRUSTED_ADVICE = ("the maintenance cycle leaves it as it is and counts this VM as busy (it may owe recovers); "
+                    "once the VM is known not to be drained, move the file aside so that the next cycle starts "
+                    "afresh.")
+
+
 def empty_state():
     return {"version": STATE_VERSION, "document_incarnation": None, "events": [], "approved": []}
 
@@ -42,12 +48,12 @@ def load_state(text):
     try:
         data = json.loads(text)
     except ValueError as exc:
-        return None, "corrupt", "the state file is not JSON (%s); starting as a first cycle." % exc
+        return None, "corrupt", "the state file is not JSON (%s); %s" % (exc, UNTRUSTED_ADVICE)
     if isinstance(data, dict) and data.get("version") == 1:
         data = _from_version_1(data)
     problem = state_problem(data)
     if problem:
-        return None, "corrupt", "the state file %s; starting as a first cycle." % problem
+        return None, "corrupt", "the state file %s; %s" % (problem, UNTRUSTED_ADVICE)
     return data, "loaded", ""
 
 
@@ -90,6 +96,8 @@ def _event_problem(event):
         return "whose duration_in_seconds is not a whole number"
     if event.get("prepare") not in (None, PREPARE_STARTED, PREPARE_DONE):
         return "whose prepare is not null, %r or %r" % (PREPARE_STARTED, PREPARE_DONE)
+    if "late" in event and event["late"] is not True:
+        return "whose late mark is not true"
     return None
 
 
@@ -107,11 +115,22 @@ def _from_version_1(data):
             "events": events, "approved": data.get("approved")}
 
 
-def event_record(event, prepare=None):
-    """What the state keeps of a normalised event (nothing that changes with time)."""
+def event_record(event, prepare=None, late=False):
+    """What the state keeps of a normalised event (nothing that changes with time). `late` (kept only when true,
+    so that states without late prepares are unchanged): prepared over the fault-domain limit as NotBefore was
+    near, and so left to NotBefore."""
     record = dict((key, event.get(key)) for key in _EVENT_FIELDS)
     record["prepare"] = prepare
+    if late:
+        record["late"] = True
     return record
+
+
+def with_approved(state, event_ids):
+    """The state with `event_ids` on record as approved (write-ahead: before the POST that sends them)."""
+    known = set(i.upper() for i in state["approved"])
+    added = [i for i in event_ids if i.upper() not in known]
+    return dict(state, approved=sorted(list(state["approved"]) + added, key=lambda i: i.upper()))
 
 
 def state_text(state):

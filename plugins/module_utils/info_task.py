@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import load_state
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import UNTRUSTED_ADVICE, load_state
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.events import (
     annotate,
     diff_events,
@@ -68,7 +68,7 @@ def read_state(path, edges):
     try:
         text = edges.read_text(path)
     except StateUnreadable as exc:
-        edges.warn("cannot read the state file %s (%s); starting as a first cycle." % (path, exc))
+        edges.warn("cannot read the state file %s (%s); %s" % (path, exc, UNTRUSTED_ADVICE))
         return None, "corrupt"
     state, status, message = load_state(text)
     if message:

@@ -71,6 +71,8 @@ class TaskEdges:
     # update_lock(path, change, write=True): change(text or None) under an exclusive guard (lock_file.py),
     # only reading when write is false (check mode); None where the VM lock is not supported (Windows VMs)
     update_lock: Optional[Callable[..., Any]] = None
+    # write_text(path, text): replace the file atomically (its folder created); None where a task writes nothing
+    write_text: Optional[Callable[[str, str], None]] = None
 
 
 def utc_now():

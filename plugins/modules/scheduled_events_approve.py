@@ -93,6 +93,28 @@ options:
       - Seconds between polls while waiting.
     type: float
     default: 1
+  state_path:
+    description:
+      - The maintenance cycle's state file on the VM, as the cycle's read returned it
+        (RV(azure_imds.scheduled_events.scheduled_events_claim#module:state_path)).
+      - When set, the ids about to be sent are recorded there as approved B(before) the POST (write-ahead), in
+        the same step that renews the lock of O(lock_owner). A run killed or a connection lost around the POST
+        never sends them again, and a run whose lease ran out (its VM taken over by another run) sends nothing.
+      - A state file this module cannot trust (damaged, or of a newer version), or one it cannot write, fails the
+        task before anything is sent.
+      - Linux VMs only; on Windows VMs the maintenance_cycle role records the approval with a save of its own
+        before this task.
+    type: str
+  lock_owner:
+    description:
+      - This run's lock owner name, when it holds the VM's lock (C(<state_path>.lock)); see O(state_path).
+      - Not supported on Windows VMs, which take no VM lock.
+    type: str
+  lease_seconds:
+    description:
+      - The lease the renewed lock gets (O(lock_owner)).
+    type: float
+    default: 900
 notes:
   - C(changed) is true only when a POST was sent (in check mode, when one would be).
   - The task fails, sending nothing, when an id is missing (unless O(missing=ignore)), when an event does
@@ -182,13 +204,16 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.approv
     argument_spec,
     run_approve,
 )
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_file import update_under_guard
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import run_module
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.state_file import write_state
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.state_reader import read_text
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), required_one_of=REQUIRED_ONE_OF,
                            mutually_exclusive=MUTUALLY_EXCLUSIVE, supports_check_mode=True)
-    run_module(module, run_approve)
+    run_module(module, run_approve, dict(read_text=read_text, update_lock=update_under_guard, write_text=write_state))
 
 
 if __name__ == "__main__":

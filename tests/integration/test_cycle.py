@@ -331,14 +331,17 @@ def test_second_run_without_imds_change_changes_nothing(bench: CycleBench) -> No
     assert "policy leaves Redeploy events to NotBefore" in second.stdout
 
 
-def test_corrupt_state_file_is_a_first_cycle_with_a_warning(bench: CycleBench) -> None:
+def test_regression_a_damaged_state_file_is_kept_and_its_host_counts_as_busy(bench: CycleBench) -> None:
+    """It may owe recovers: overwriting it as a first cycle (as before) lost them."""
     path = bench.state_path("avset-web-vm1")
     path.parent.mkdir(parents=True)
     path.write_text("{not json")
     run = bench.run()
     assert run.returncode == 0, run.stdout[-3000:]
     assert "the state file is not JSON" in run.stdout + run.stderr
-    assert bench.state("avset-web-vm1")["version"] == 2
+    assert "counts this VM as busy" in run.stdout + run.stderr and f"mv {path} {path}.damaged" in run.stdout
+    assert path.read_text() == "{not json", "kept for a person to move aside"
+    assert bench.fleet.engine.approvals == [], "no event that lists it is approved"
 
 
 # ----------------------------------------------------------------- leaders, inventory, fault domains
@@ -427,5 +430,5 @@ def test_role_documentation_renders_every_entry_point() -> None:
                           "azure_imds.scheduled_events.maintenance_cycle"], capture_output=True, text=True, timeout=120)
     assert doc.returncode == 0, doc.stderr
     entry_points = json.loads(doc.stdout)["azure_imds.scheduled_events.maintenance_cycle"]["entry_points"]
-    assert set(entry_points) == {"main", "query", "prepare", "approve", "recover"}
+    assert set(entry_points) == {"main", "query", "recover", "prepare", "approve", "finish"}
     assert "maintenance_cycle_max_fault_domains_in_maintenance" in entry_points["main"]["options"]

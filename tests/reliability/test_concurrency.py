@@ -129,7 +129,9 @@ def test_a_run_whose_lock_was_taken_over_approves_nothing(bench: CycleBench, whi
     assert run.returncode != 0 and run.failed_hosts() == [robbed], run.stdout[-3000:]
     assert "is now held by thief run (its lease ended), so nothing was done." in run.stdout
     assert bench.fleet.approvals() == []
-    assert bench.state(robbed) is None, "the VM's state is the other run's to save now"
+    # Written ahead before the prepare tasks (its lock was its own then), and nothing after: no "done", no approval.
+    state = bench.state(robbed)
+    assert state["approved"] == [] and {r["prepare"] for r in state["events"]} == {"started"}, state
     assert leftover_locks(bench) == [lock_path(bench, robbed)], "the thief's lock stays; ours are released"
 
 

@@ -11,6 +11,9 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_policy import (
+    AFTER_RECOVER,
+    BEFORE_PREPARE,
+    PREPARED,
     UNKNOWN_DOMAIN,
     UNSEEN_DOMAIN,
     PolicyError,
@@ -18,6 +21,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_
     domain_key,
     plan_cycle,
     state_after,
+    state_for_step,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import (
     event_record,
@@ -289,7 +293,7 @@ def test_fault_domain_keys() -> None:
 def test_regression_a_state_with_bad_fields_is_corrupt_for_that_host_only(bad: Dict[str, Any]) -> None:
     import json
     state, status, message = load_state(json.dumps(dict({"version": 2, "document_incarnation": 1}, **bad)))
-    assert status == "corrupt" and state is None and message.endswith("starting as a first cycle.")
+    assert status == "corrupt" and state is None and message.endswith("so that the next cycle starts afresh.")
     # A bad state that reached the plan anyway plans as no state, and fails nobody.
     reboot = event("E2", ["vm0"])
     p = plan({"vm0": result("vm0", 0, [reboot], dict({"version": 2}, **bad)), "vm1": result("vm1", 0, [reboot])})
@@ -428,3 +432,116 @@ def test_no_other_event_joins_the_fault_domains_of_an_event_that_spans_beyond_th
                "vm2": result("vm2", 1, [wide, narrow])}
     p = plan(results)
     assert p["admissions"] == {IDS["E1"]: "admitted", IDS["E2"]: "deferred"}
+
+
+# ------------------------------------------------------------ safe whatever happens (issue 25), rule by rule
+
+def step_state(info: Dict[str, Any], host_plan: Dict[str, Any], step: str, approved: List[str] = ()) -> Dict[str, Any]:
+    return state_for_step(info, host_plan, step, list(approved))
+
+
+def test_regression_the_prepares_are_on_record_before_the_prepare_tasks_run() -> None:
+    """Killed or lost mid-prepare: the write-ahead save is all there is; the event then leaves the document."""
+    reboot, nxt = event("E1", ["vm0"]), event("E2", ["vm1"], minutes=60)
+    first = plan({"vm0": result("vm0", 0, [reboot]), "vm1": result("vm1", 1, [])})
+    ahead = step_state(result("vm0", 0, [reboot]), first["hosts"]["vm0"], BEFORE_PREPARE)
+    assert [(r["event_id"], r["prepare"]) for r in ahead["events"]] == [(IDS["E1"], "started")]
+    # The run died during the prepare tasks; the event was cancelled before the next cycle.
+    later = plan({"vm0": result("vm0", 0, [nxt], ahead), "vm1": result("vm1", 1, [nxt])})
+    assert ids(later["hosts"]["vm0"]["recover"]) == [IDS["E1"]]
+    assert later["hosts"]["vm1"]["prepare"] == [] and later["approvals"] == {}, "fault domain 0 is still drained"
+
+
+def test_the_save_points_of_a_cycle_in_order() -> None:
+    reboot, gone = event("E1", ["vm0"]), event("E0", ["vm0"])
+    info = result("vm0", 0, [reboot], saved([gone], prepared=["E0"]))
+    host_plan = plan({"vm0": info})["hosts"]["vm0"]
+    assert ids(host_plan["prepare"]) == [IDS["E1"]] and host_plan["recover"] == []  # E1 keeps the drain
+    assert host_plan["drained_for"] == [IDS["E1"]]
+    prepared = step_state(info, host_plan, PREPARED)
+    assert {r["event_id"]: r["prepare"] for r in prepared["events"]} == {IDS["E0"]: "done", IDS["E1"]: "done"}
+    end = step_state(info, host_plan, AFTER_RECOVER, [IDS["E1"]])
+    assert end["approved"] == [IDS["E1"]] and len(end["events"]) == 2, "E0's recover still waits for E1's end"
+    with pytest.raises(PolicyError, match="unknown save step"):
+        step_state(info, host_plan, "whenever")
+
+
+@pytest.mark.parametrize("overlap", [
+    dict(event_type="Freeze", duration=5),                # a short Freeze, approved at once, no drain
+    dict(event_type="Reboot", source="Platform"),         # a hardware-failure reboot: started at once, gone
+])
+def test_regression_a_recover_never_undoes_a_drain_another_pending_event_needs(overlap: Dict[str, Any]) -> None:
+    reboot = event("E1", ["vm0"], minutes=60)
+    other = event("E2", ["vm0"], **overlap)
+    drained = saved([reboot, other], prepared=["E1"])  # prepared for the Reboot, saw the other event
+    p = plan({"vm0": result("vm0", 0, [reboot], drained)})  # the other event ran and is gone
+    assert p["hosts"]["vm0"]["recover"] == [] and p["hosts"]["vm0"]["drained_for"] == [IDS["E1"]]
+    assert any("vm0 stays drained for %s" % IDS["E1"] in n for n in p["notes"])
+    kept = step_state(result("vm0", 0, [reboot], drained), p["hosts"]["vm0"], AFTER_RECOVER)
+    assert [r["event_id"] for r in kept["events"]] == sorted([IDS["E1"], IDS["E2"]]), "the owed recover is kept"
+    # The Reboot ran and is gone: one recover covers both events, once.
+    done = plan({"vm0": result("vm0", 0, [], kept)})
+    assert sorted(ids(done["hosts"]["vm0"]["recover"])) == sorted([IDS["E1"], IDS["E2"]])
+
+
+def test_regression_no_recover_runs_in_a_cycle_that_prepares_the_host_again() -> None:
+    gone, nxt = event("E0", ["vm0"]), event("E1", ["vm0"])
+    p = plan({"vm0": result("vm0", 0, [nxt], saved([gone], prepared=["E0"]))})
+    assert ids(p["hosts"]["vm0"]["prepare"]) == [IDS["E1"]] and p["hosts"]["vm0"]["recover"] == []
+
+
+def test_regression_a_host_unread_now_still_makes_its_vm_name_ambiguous() -> None:
+    reboot = event("E1", ["web"])
+    remembered = {"result": failed_read(), "availability_set": "as1", "last_vm": {"name": "web", "fault_domain": 1}}
+    p = plan({"rg1-web": result("web", 0, [reboot])}, **{"rg2-web": remembered})
+    assert p["hosts"]["rg1-web"]["status"] == "ambiguous"
+    assert p["hosts"]["rg1-web"]["prepare"] == [] and p["approvals"] == {}
+
+
+def test_regression_an_event_prepared_late_is_left_to_not_before_by_later_cycles() -> None:
+    started = event("E0", ["vm0"], status="Started")
+    near = event("E1", ["vm1"], minutes=5)  # under prepare_anyway_seconds (8 min): prepared anyway, late
+    vm0 = result("vm0", 0, [started, near], saved([started], prepared=["E0"]))
+    first = plan({"vm0": vm0, "vm1": result("vm1", 1, [started, near])})
+    assert first["admissions"][IDS["E1"]] == "late" and first["hosts"]["vm1"]["late"] == [IDS["E1"]]
+    state = step_state(result("vm1", 1, [started, near]), first["hosts"]["vm1"], PREPARED)
+    assert state["events"][-1]["late"] is True
+    later = plan({"vm0": vm0, "vm1": result("vm1", 1, [started, near], state)})
+    assert later["approvals"] == {} and "left to NotBefore" in later["hosts"]["vm1"]["waiting"][0]["reason"]
+    # The late drain holds its domain but licenses nobody to join it while fault domain 0 is in maintenance.
+    joiner = event("E2", ["vm2"])
+    third = plan({"vm0": vm0, "vm1": result("vm1", 1, [started, near, joiner], state),
+                  "vm2": result("vm2", 1, [started, near, joiner])})
+    assert third["hosts"]["vm2"]["prepare"] == [] and ids(third["hosts"]["vm2"]["deferred"]) == [IDS["E2"]]
+
+
+def test_regression_an_event_of_an_unknown_status_holds_its_fault_domain() -> None:
+    odd = dict(event("E0", ["vm0"]), event_status="Paused", known_status=False)
+    p = plan({"vm0": result("vm0", 0, [odd]), "vm1": result("vm1", 1, [odd, event("E1", ["vm1"])])})
+    assert p["hosts"]["vm1"]["prepare"] == [] and ids(p["hosts"]["vm1"]["deferred"]) == [IDS["E1"]]
+
+
+def test_regression_a_blind_host_holds_its_fault_domain() -> None:
+    p = plan({"vm0": result("vm0", 0, None), "vm1": result("vm1", 1, [event("E1", ["vm1"])])})
+    assert p["hosts"]["vm1"]["prepare"] == [] and ids(p["hosts"]["vm1"]["deferred"]) == [IDS["E1"]]
+
+
+def test_regression_a_damaged_state_is_kept_and_its_host_is_busy() -> None:
+    damaged = dict(result("vm0", 0, []), state=None, state_status="corrupt", state_path="/var/lib/x/state.json")
+    p = plan({"vm0": damaged, "vm1": result("vm1", 1, [event("E1", ["vm1"])])})
+    assert p["hosts"]["vm0"]["status"] == "damaged" and not p["hosts"]["vm0"]["saves"]
+    assert ids(p["hosts"]["vm1"]["deferred"]) == [IDS["E1"]]
+    assert any("mv /var/lib/x/state.json /var/lib/x/state.json.damaged" in n for n in p["notes"])
+    with pytest.raises(PolicyError, match="cannot be trusted"):
+        state_after(damaged)
+
+
+def test_regression_a_drain_owed_only_a_recover_licenses_no_event_to_join_its_domain() -> None:
+    """Found by the fault model: the recover ran, the run died before its save; the stale record must not let a
+    new event of that domain in while another domain is in maintenance (the VM is no longer drained)."""
+    gone, user = event("E0", ["vm0"]), event("U1", ["vm0"], source="User")
+    stale = saved([gone], prepared=["E0"])
+    p = plan({"vm0": result("vm0", 0, [user], stale)},
+             vm1={"result": failed_read(), "availability_set": "as1", "last_vm": {"name": "vm1", "fault_domain": 1}})
+    assert p["hosts"]["vm0"]["prepare"] == [] and ids(p["hosts"]["vm0"]["deferred"]) == [IDS["U1"]]
+    assert ids(p["hosts"]["vm0"]["recover"]) == [IDS["E0"]]

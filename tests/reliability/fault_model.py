@@ -1,0 +1,439 @@
+"""The whole-system fault model: the maintenance cycle over simulated fleets, judged by what happened to the VMs.
+
+The driver runs the real pure functions the role calls through its filters and modules (cycle_policy's
+plan_cycle, confirm_approvals and state_for_step; approval.plan_approval; cycle_state's load/with_approved, as
+scheduled_events_approve records an approval before its POST) in the role's order, against the simulator's engine
+in virtual time:
+
+    read -> plan -> recover (owed, before any prepare) -> record the prepares -> prepare tasks -> save
+    -> approve (record, then POST) -> save
+
+with faults at every step: reads that fail, a run killed (every later step of the cycle does not happen) or a
+host lost (every later step on it does not happen) before, during and after the prepare tasks, around the POST
+and during recover; prepares, POSTs (reached or not) and recovers that fail; an event's Resources widened while
+hosts prepare; a status the code does not know served for a Started event; a state file that cannot be read for
+a cycle. The scenario overlaps events on one host (short Freezes and Reboots of fault-domain walks, hardware
+failures beside pending Reboots, user reboots and redeploys, cancellations, Preempts and Terminates).
+
+The verdicts never come from the collection's own state. They come from a ledger that the stand-in prepare and
+recover tasks write per VM (one drain per VM, as a load balancer has one backend entry: a recover undoes it,
+whatever event it ran for) and from the engine's record of approvals and of the events' lives:
+
+- approved_undrained: no event is approved while a listed VM of the target is not drained for it (short Freezes,
+  approved at once without a drain by policy, excepted);
+- over_the_limit: per set, a drain or an approval never brings a fault domain into maintenance (a drained VM, or a
+  VM in a Started event) beyond the limit (one), except an event prepared as its NotBefore was near (Azure starts
+  it then, prepared or not), which is counted (`late_drains`) and reported;
+- approved_early: such an event is left to NotBefore, never approved;
+- left_drained: every drain is undone within a bounded time after its events are gone and the faults stop;
+- undone_while_pending: no drain is undone while an event it was made for still lists the VM;
+- approved_twice: no approval is sent twice (the approval is on record before its POST).
+"""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.approval import plan_approval
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_policy import (
+    AFTER_RECOVER,
+    BEFORE_PREPARE,
+    PREPARED,
+    confirm_approvals,
+    plan_cycle,
+    state_for_step,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import (
+    empty_state,
+    with_approved,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.events import annotate, parse_document
+from imds_simulator import scenario as sc
+from imds_simulator.engine import Engine, EngineOptions
+from imds_simulator.fleet import FleetSpec, build_fleet
+from tools.soak import busier_fleet_mix
+
+START = datetime(2026, 11, 2, 8, 0, tzinfo=timezone.utc)
+API_VERSION = "2020-07-01"
+LIMIT = 1
+SHORT_FREEZE_S = 10  # the policy's approve_freeze_max_seconds: approved at once, without a drain
+POLICY = {"max_fault_domains_in_maintenance": LIMIT, "prepare_configured": True, "prepare_anyway_seconds": 480.0,
+          "approve_freeze_max_seconds": SHORT_FREEZE_S}
+SETTLE_CYCLES = 12  # after the faults stop, a drain whose events are gone is undone within this many cycles
+
+
+@dataclass
+class Faults:
+    read: float = 0.0       # a host's read fails: it sits the cycle out
+    prepare: float = 0.0    # a prepare task fails (after it drained): the host fails
+    post: float = 0.0       # the approval POST fails (half of them after reaching IMDS): the leader fails
+    recover: float = 0.0    # a recover task fails (half of them after undoing the drain): the host fails
+    widen: float = 0.0      # an event's Resources gains a VM while hosts prepare
+    lost: float = 0.0       # at each step, a host is lost (unreachable): nothing more runs on it this cycle
+    kill: float = 0.0       # at each step, the run is killed (SIGKILL, a cancelled job): nothing more runs at all
+    unknown: float = 0.0    # a host's read serves a Started event with a status this code does not know
+    unreadable: float = 0.0  # a host's state file cannot be read this cycle (the file itself stays intact)
+
+
+class Killed(Exception):
+    """The run died: the rest of this cycle does not happen."""
+
+
+@dataclass
+class Ledger:
+    """What the stand-in prepare and recover tasks did to each VM: the ground truth of drains."""
+    drained_for: Dict[str, Set[str]] = field(default_factory=dict)  # VM -> events its one drain was made for
+    drains: int = 0
+    undrains: int = 0
+
+    def drained(self, vm: str) -> bool:
+        return bool(self.drained_for.get(vm))
+
+
+@dataclass
+class Verdict:
+    problems: List[str] = field(default_factory=list)
+    late_drains: int = 0
+    approvals: int = 0
+    kills: int = 0
+
+    def add(self, kind: str, text: str) -> None:
+        self.problems.append(f"{kind}: {text}")
+
+
+@dataclass
+class FleetRun:
+    engine: Engine
+    faults: Faults
+    rng: random.Random
+    fault_until: datetime
+    ledger: Ledger = field(default_factory=Ledger)
+    verdict: Verdict = field(default_factory=Verdict)
+    states: Dict[str, Optional[Dict[str, Any]]] = field(default_factory=dict)
+    last_vm: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    late_events: Set[str] = field(default_factory=set)  # events a VM was drained for late (NotBefore near)
+    before_prepare: Set[Tuple[str, str, int]] = field(default_factory=set)  # busy domains before this cycle's prepares
+    cycle_drains: List[Tuple[str, str, bool]] = field(default_factory=list)  # (VM, event, late) drained this cycle
+    sent: Set[str] = field(default_factory=set)  # events whose approval reached IMDS
+    parsed: Dict[Tuple[str, int], Optional[Dict[str, Any]]] = field(default_factory=dict)  # (VM, revision): document
+    cycles: int = 0
+
+    # ----------------------------------------------------------------------------------- ground truth
+
+    def domain(self, vm: str) -> Tuple[str, str, int]:
+        spec = self.engine.vm_state(vm).vm
+        return (spec.set_name, spec.zone, spec.fault_domain)
+
+    def truth(self, event_id: str) -> Any:
+        return next(e for e in reversed(self.engine.events) if e.event_id == event_id)
+
+    def pending(self, event_id: str, vm: str) -> bool:
+        """Whether the event still lists the VM and is not over (ground truth)."""
+        event = self.truth(event_id)
+        return event.status in ("Scheduled", "Started") and vm.lower() in {r.lower() for r in event.resources}
+
+    def busy_domains(self) -> Set[Tuple[str, str, int]]:
+        """Fault domains with a drained VM or a VM in a Started event."""
+        busy = {self.domain(vm) for vm, events in self.ledger.drained_for.items() if events}
+        for event in self.engine.active:
+            if event.status == "Started":
+                busy |= {self.domain(vm) for vm in event.resources if self.engine.vm_state(vm)}
+        return busy
+
+    def listed_domains(self, event_id: str) -> Set[Tuple[str, str, int]]:
+        return {self.domain(vm) for vm in self.truth(event_id).resources if self.engine.vm_state(vm)}
+
+    def over_limit(self, new: Set[Tuple[str, str, int]], event_id: str) -> List[Tuple[str, str, int]]:
+        """The busy domains of the same sets, when `new` brings a domain into maintenance beyond the limit."""
+        sets = {d[0] for d in new}
+        others = {d for d in self.busy_domains() if d[0] in sets}
+        if not (new - others) or not (others - self.listed_domains(event_id)):
+            return []  # already in maintenance, or nothing else is (the event may span its own domains)
+        return sorted(others) if len(others | new) > LIMIT else []
+
+    # ------------------------------------------------------------------------- the stand-in tasks
+
+    def drain(self, vm: str, event_id: str, late: bool) -> None:
+        """A prepare task drained the VM (judged with the cycle's other prepares: judge_prepares)."""
+        self.cycle_drains.append((vm, event_id, late))
+        if late:
+            self.late_events.add(event_id)
+        self.ledger.drained_for.setdefault(vm, set()).add(event_id)
+        self.ledger.drains += 1
+
+    def judge_prepares(self, at: datetime) -> None:
+        """over_the_limit for the drains of this cycle's prepare tasks, which run in parallel on their hosts, so
+        their order is no one's: a fault domain they brought into maintenance is over the limit when the set then
+        has more busy domains than the limit, unless an event it was drained for lists all of them (an event that
+        spans domains, alone), or it was drained only for events prepared late (counted apart)."""
+        fresh: Dict[Tuple[str, str, int], List[Tuple[str, bool]]] = {}
+        for vm, event_id, late in self.cycle_drains:
+            if self.domain(vm) not in self.before_prepare:
+                fresh.setdefault(self.domain(vm), []).append((event_id, late))
+        late_only = {d for d, drains in fresh.items() if all(late for _e, late in drains)}
+        busy = self.busy_domains() - late_only
+        for domain, drains in sorted(fresh.items()):
+            same_set = {d for d in busy | late_only if d[0] == domain[0]}
+            if len(same_set) <= LIMIT:
+                continue
+            if domain in late_only:
+                self.verdict.late_drains += 1
+                continue
+            others = {d for d in busy if d[0] == domain[0]}
+            if all(others - self.listed_domains(e) for e, late in drains if not late):
+                self.verdict.add("over_the_limit", f"{domain} drained at {at} for {sorted({e for e, _l in drains})} "
+                                                   f"while {sorted(others - {domain})} were in maintenance")
+        self.cycle_drains = []
+
+    def undrain(self, vm: str, at: datetime) -> None:
+        for event_id in sorted(self.ledger.drained_for.get(vm, ())):
+            if self.pending(event_id, vm):
+                self.verdict.add("undone_while_pending", f"{vm}'s drain undone at {at} while {event_id} still "
+                                                         f"lists it ({self.truth(event_id).status})")
+        if self.ledger.drained_for.pop(vm, None):
+            self.ledger.undrains += 1
+
+    def approved(self, entry: Dict[str, Any], at: datetime) -> None:
+        """Judge an approval the engine accepted."""
+        for event_id in entry["event_ids"]:
+            event = self.truth(event_id)
+            self.verdict.approvals += 1
+            if event_id in self.sent:
+                self.verdict.add("approved_twice", f"{event_id} approved again at {at}")
+            self.sent.add(event_id)
+            if event.event_type == "Freeze" and 0 <= event.duration_s <= SHORT_FREEZE_S:
+                continue  # approved at once, without a drain, by policy
+            for vm in event.resources:
+                if self.engine.vm_state(vm) and event_id not in self.ledger.drained_for.get(vm, ()):
+                    self.verdict.add("approved_undrained", f"{event_id} approved at {at} while {vm} was not "
+                                                           "drained for it")
+            others = self.over_limit(self.listed_domains(event_id), event_id)
+            if others:
+                self.verdict.add("over_the_limit", f"{event_id} approved at {at} while {others} were in maintenance")
+            if event_id in self.late_events:
+                self.verdict.add("approved_early", f"{event_id}, prepared anyway as its NotBefore was near, approved "
+                                                   f"at {at}, before its NotBefore {event.not_before}")
+
+    # ----------------------------------------------------------------------------------- faults
+
+    def chance(self, p: float, at: datetime) -> bool:
+        return at < self.fault_until and p > 0 and self.rng.random() < p
+
+    def step(self, at: datetime, alive: Set[str]) -> None:
+        """A point between two tasks: the run may be killed, and each host may be lost."""
+        if self.chance(self.faults.kill, at):
+            self.verdict.kills += 1
+            raise Killed()
+        for vm in sorted(alive):
+            if self.chance(self.faults.lost, at):
+                alive.discard(vm)
+
+    # ----------------------------------------------------------------------------------- the cycle
+
+    def read(self, vm: str, at: datetime) -> Dict[str, Any]:
+        if self.chance(self.faults.read, at):
+            return {"failed": True}
+        served = self.engine.serve(vm, API_VERSION, at)
+        if served.kind not in ("document", "enabling"):
+            return {"failed": True}
+        parsed = self.parse(vm, served)
+        events = annotate(parsed["events"], vm, at) if parsed else []
+        if self.chance(self.faults.unknown, at):
+            events = [dict(e, event_status="Paused", known_status=False) if e["event_status"] == "Started" else e
+                      for e in events]
+        spec = self.engine.vm_state(vm).vm
+        unreadable = self.chance(self.faults.unreadable, at)
+        return {"events": events, "document_available": parsed is not None,
+                "document_incarnation": parsed["document_incarnation"] if parsed else None,
+                "this_vm": {"name": vm, "fault_domain": spec.fault_domain, "zone": spec.zone,
+                            "vm_scale_set_name": spec.vm_scale_set_name},
+                "state": None if unreadable else self.states.get(vm),
+                "state_status": "corrupt" if unreadable else ("loaded" if self.states.get(vm) else "missing"),
+                "state_path": f"/var/lib/{vm}/state.json"}
+
+    def parse(self, vm: str, served: Any) -> Optional[Dict[str, Any]]:
+        """The module's parse of a served document, once per document (the engine's revision tells a change)."""
+        if served.document is None:
+            return None
+        key = (vm, self.engine.vm_state(vm).revision)
+        if key not in self.parsed:
+            self.parsed = {k: v for k, v in self.parsed.items() if k[0] != vm}
+            self.parsed[key] = parse_document(json.dumps(served.document))
+        return self.parsed[key]
+
+    @staticmethod
+    def quiet(result: Dict[str, Any]) -> bool:
+        """scheduled_events_claim's quiet: the cycle ends such a host after its read."""
+        state = result["state"]
+        return (result["document_available"] and result["state_status"] != "corrupt"
+                and not any(e["affects_this_vm"] for e in result["events"]) and (state is None or not state["events"]))
+
+    def cycle(self, at: datetime) -> None:
+        self.cycles += 1
+        try:
+            self._cycle(at)
+        except Killed:
+            self.judge_prepares(at)  # what the prepare tasks did before the kill
+
+    def _cycle(self, at: datetime) -> None:
+        reads = {vm: self.read(vm, at) for vm in self.vms()}
+        alive = {vm for vm, r in reads.items() if "events" in r and not self.quiet(r)}
+        if not alive:
+            return
+        plan = plan_cycle({vm: {"result": r, "availability_set": self.engine.vm_state(vm).vm.availability_set,
+                                "last_vm": self.last_vm.get(vm)} for vm, r in reads.items()}, POLICY, at)
+        for vm, r in reads.items():
+            if "events" in r:
+                self.last_vm[vm] = r["this_vm"]
+        hosts = plan["hosts"]
+        self.step(at, alive)
+        # Owed recovers, before any prepare.
+        for vm in sorted(alive):
+            if not hosts[vm]["recover"]:
+                continue
+            if self.chance(self.faults.recover, at):
+                if self.rng.random() < 0.5:
+                    self.undrain(vm, at)  # failed after undoing the drain
+                alive.discard(vm)
+                continue
+            self.undrain(vm, at)
+            self.step(at, alive)
+        # Write-ahead, then the prepare tasks, then the save before any approval.
+        for vm in sorted(alive):
+            if hosts[vm]["prepare"] and hosts[vm]["saves"]:
+                self.save(vm, reads[vm], hosts[vm], BEFORE_PREPARE)
+        self.step(at, alive)
+        self.before_prepare, self.cycle_drains = self.busy_domains(), []
+        for vm in sorted(alive):
+            for event in hosts[vm]["prepare"]:
+                if vm not in alive:
+                    break
+                self.drain(vm, event["event_id"], event["event_id"] in hosts[vm]["late"])
+                if self.chance(self.faults.prepare, at):
+                    alive.discard(vm)
+                self.step(at, alive)  # killed or lost mid-prepare
+        self.judge_prepares(at)
+        for vm in sorted(alive):
+            if hosts[vm]["save_first"]:
+                self.save(vm, reads[vm], hosts[vm], PREPARED)
+        self.step(at, alive)
+        if self.chance(self.faults.widen, at):
+            self.widen_an_event(at)
+        approved_now: Dict[str, List[str]] = {vm: [] for vm in alive}
+        for vm, planned in sorted(confirm_approvals(plan, alive).items()):
+            if planned and vm in alive:
+                approved_now[vm] = self.approve(vm, planned, hosts[vm]["saves"], at, alive)
+        for vm in sorted(alive):
+            self.save(vm, reads[vm], hosts[vm], AFTER_RECOVER, approved_now[vm])
+
+    def save(self, vm: str, result: Dict[str, Any], host_plan: Dict[str, Any], step: str,
+             approved_now: List[str] = ()) -> None:
+        if not host_plan["saves"]:
+            return
+        # The role saves from its read: each save of a cycle starts from the state the cycle read.
+        self.states[vm] = state_for_step(result, host_plan, step, list(approved_now))
+
+    def approve(self, vm: str, planned: List[Dict[str, Any]], saves: bool, at: datetime, alive: Set[str]) -> List[str]:
+        """scheduled_events_approve (missing=ignore, state_path): re-read, decide, record, POST once."""
+        served = self.engine.serve(vm, API_VERSION, at)
+        if served.kind != "document" or served.document is None:
+            alive.discard(vm)
+            return []
+        parsed = parse_document(json.dumps(served.document))
+        decided = plan_approval(parsed, [p["event_id"] for p in planned], vm, missing="ignore", planned=planned)
+        if decided.error or not decided.approve:
+            return list(decided.already_started)
+        if saves:  # write-ahead: on record in the VM's state before the POST
+            self.states[vm] = with_approved(self.states.get(vm) or empty_state(), decided.approve)
+        self.step(at, alive)
+        if vm not in alive:
+            return []
+        body = {"StartRequests": [{"EventId": i} for i in decided.approve]}
+        roll = self.rng.random() if at < self.fault_until else 1.0
+        if roll < self.faults.post:
+            if roll < self.faults.post / 2:  # it reached IMDS before the connection broke
+                self.approved(self.engine.approve(vm, body, at), at)
+            alive.discard(vm)
+            return []
+        self.approved(self.engine.approve(vm, body, at), at)
+        return decided.approve + decided.already_started
+
+    def widen_an_event(self, at: datetime) -> None:
+        """Azure adds a VM to a Scheduled event's Resources (the approval must then refuse the stale plan)."""
+        scheduled = [e for e in self.engine.events if e.status == "Scheduled" and not e.approved_by]
+        if scheduled:
+            event = self.rng.choice(scheduled)
+            sets = {self.engine.vm_state(vm).vm.set_name for vm in event.resources}  # Resources stay in one set
+            others = [v.name for v in self.engine.fleet.vms if v.name not in event.resources and v.set_name in sets]
+            if others:
+                event.resources.append(self.rng.choice(others))
+                for state in self.engine.vms.values():  # a new document (and incarnation) for every VM
+                    state.signature = None
+                self.engine._refresh(at)  # noqa: SLF001 - a fault the engine has no API for
+
+    def vms(self) -> List[str]:
+        return [v.name for v in self.engine.fleet.vms]
+
+    # ----------------------------------------------------------------------------------- the end
+
+    def finish(self, end: datetime, period_s: float) -> None:
+        """left_drained: a drain whose events have all been gone for SETTLE_CYCLES cycles of a fault-free run."""
+        for vm, events in sorted(self.ledger.drained_for.items()):
+            gone = [self.truth(i).removed_at for i in events]
+            if not events or not all(gone) or self.engine.vm_state(vm).deleted_at is not None:
+                continue  # an event it was made for is still pending (the drain is owed), or the VM was deleted
+            since = max(max(gone), self.fault_until)
+            if (end - since).total_seconds() > SETTLE_CYCLES * period_s:
+                self.verdict.add("left_drained", f"{vm} is still drained at {end} for {sorted(events)}, all gone "
+                                                 f"by {max(gone)}")
+
+
+# The fleets: one availability set; two availability sets reusing fault-domain numbers; a zonal scale set
+# (every VM in fault domain 0) serving lower-case EventIds.
+FLEETS = {
+    "one set": ({}, "upper"),
+    "two sets": ({"sets": 2, "vms": 4}, "upper"),
+    "zonal, lower-case ids": ({"kind": "scale_set", "name": "vmss-zonal", "vms": 6, "zones": ["1", "2", "3"]}, "lower"),
+}
+
+FAULTS = {
+    "none": Faults(),
+    "kills and lost hosts": Faults(kill=0.02, lost=0.02),
+    "everything fails sometimes": Faults(read=0.05, prepare=0.1, post=0.1, recover=0.1, widen=0.2, lost=0.01,
+                                         kill=0.01, unknown=0.05, unreadable=0.03),
+}
+
+# Beyond fleet-mix: Spot evictions and scale-in deletions, which overlap the walks on one host.
+EXTRA_EVENTS = [
+    {"key": "spot-eviction", "type": "Preempt", "source": "Platform", "description": "Spot eviction.",
+     "duration_s": -1, "notice_s": 30, "started_for_s": [60, 120], "resources": {"count": 1}, "per_day": 0.5},
+    {"key": "scale-in", "type": "Terminate", "source": "User", "description": "Scale-in.", "duration_s": -1,
+     "notice_s": [300, 900], "started_for_s": [60, 120], "resources": {"count": 1}, "per_day": 0.3},
+]
+
+
+def scenario() -> sc.Scenario:
+    base = busier_fleet_mix(8.0)
+    extra = sc.parse({"name": "overlaps", "summary": "Spot evictions and scale-in beside fleet-mix.",
+                      "fleet": base.fleet, "events": EXTRA_EVENTS}, {})
+    return sc.Scenario(**dict(vars(base), specs=list(base.specs) + list(extra.specs)))
+
+
+def simulate(seed: int, faults: Faults, period_s: int, hours: float = 24.0, fleet: str = "one set") -> FleetRun:
+    """One fleet-day (by default): faults for the first 80 % of it, then a fault-free settle."""
+    mix = scenario()
+    fields, id_case = FLEETS[fleet]
+    spec = FleetSpec(**dict(mix.fleet, **fields))
+    engine = Engine(build_fleet(spec), mix, START, time_scale=1.0, seed=seed,
+                    options=EngineOptions(event_id_case=id_case))
+    end = START + timedelta(hours=hours)
+    run = FleetRun(engine, faults, random.Random(seed), fault_until=START + timedelta(hours=hours * 0.8))
+    at = START
+    while at < end:
+        run.cycle(at)
+        at += timedelta(seconds=period_s)
+    run.finish(at, period_s)
+    return run
