@@ -1,9 +1,15 @@
-"""Show that the safety invariants catch each bug they guard against: revert one fix of cycle_policy at a time,
-in a scratch copy of the repository, and run tests/reliability/test_safety_invariants.py (72 fleet-days); each
-run must fail.  `make invariant-mutants`; exits non-zero if a reverted fix goes unnoticed.
+"""Show that the fault model catches each bug it guards against: revert one safety fix at a time, in a scratch copy
+of the repository, and run the model (tools/fault_model_run.py, 216 fleet-days, stopping at the first violation);
+each run must fail.  `make invariant-mutants` (or `python tools/invariant_mutants.py 'late'`, the mutants whose
+name has that part); exits non-zero if a reverted fix goes unnoticed.
 
 The unprepared-host check of the plan is a second layer behind confirm_approvals (which drops an approval that
-lists a host that failed its prepare), so it is reverted together with that check.
+lists a host that failed its prepare), so it is reverted together with that check. The save after the prepare tasks
+(before the approval), once a mutant here, is no longer one: the write-ahead before the prepare tasks now carries
+what it protected (a drain owes its recover whatever happens next); it still records news and marks prepares done.
+Rules the model cannot tell apart by what happens to the VMs are held by unit tests instead (tests/unit/plugins/
+module_utils/test_cycle_policy.py): a blind host holds its domain (every VM of a set sees the set's events, so
+another VM's read already shows the domain busy), ambiguous names (the simulator's VM names are unique).
 """
 from __future__ import annotations
 
@@ -12,52 +18,84 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Dict, List, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
-# What each fix is, in cycle_policy.py, and what reverting it looks like.
-MUTATIONS = {
+POLICY = "plugins/module_utils/cycle_policy.py"
+ROLE = "roles/maintenance_cycle/tasks"
+FLEET_DAYS = 216
+
+Change = Tuple[str, str, str]  # (file, the fix as it reads, the fix reverted)
+# What each fix is, where, and what reverting it looks like.
+MUTATIONS: Dict[str, List[Change]] = {
+    # issue 25
+    "nothing is on record before the prepare tasks run (a run killed mid-prepare owes no recover)":
+        [(POLICY, "return state_after(result, prepared, failed=True, late=late)", "return state_after(result, (), late=late)")],
+    "the role prepares before it recovers (prepare-anyway drains a second domain before the first is recovered)":
+        [(f"{ROLE}/main.yml", "import_tasks: recover.yml", "import_tasks: RECOVER"),
+         (f"{ROLE}/main.yml", "import_tasks: prepare.yml", "import_tasks: recover.yml"),
+         (f"{ROLE}/main.yml", "import_tasks: RECOVER", "import_tasks: prepare.yml")],
+    "a recover runs while another event still needs the host's drain":
+        [(POLICY, "    if not owed or not holding:\n", "    if True:\n")],
+    "a late prepare is forgotten (a later cycle approves it before NotBefore)":
+        [(POLICY, "was_late = was_late or key in late", "was_late = was_late")],
+    "a late drain licenses other events to join its fault domain":
+        [(POLICY, "ongoing and not record.get(\"late\"))", "ongoing)")],
+    "a drain owed only a recover licenses other events to join its fault domain":
+        [(POLICY, "ongoing and not record.get(\"late\"))", "not record.get(\"late\"))")],
+    "an event of an unknown status holds no fault domain":
+        [(POLICY, 'if event["event_status"] == "Scheduled" and event.get("known_status", True):',
+          'if event["event_status"] != "Started":')],
+    "a state file that cannot be read is taken as a first cycle, and saved over":
+        [(POLICY, 'elif result.get("state_status") == "corrupt":', "elif False:"),
+         (POLICY, '    if result.get("state_status") == "corrupt":\n        raise', "    if False:\n        raise")],
+    # earlier issues
     "a fault domain counts as free once its event left (before its recover)":
-        ('if record.get("prepare") or (view["status"] == BLIND', 'if (view["status"] == BLIND'),
+        [(POLICY, '            if record.get("prepare"):\n                # Only a drain',
+          '            if False:\n                # Only a drain')],
     "a host that cannot be read drops out of fault-domain accounting":
-        ('if view["status"] in (UNREAD, HELD, AMBIGUOUS):', 'if False:'),
-    "nothing is saved before the approval":
-        ('plan[host]["save_first"] = plan[host]["saves"] and (', 'plan[host]["save_first"] = False and ('),
+        [(POLICY, 'if view["status"] in UNSEEN_STATUSES:', "if False:")],
     "an approval goes out although a listed host failed its prepare (both layers: the plan and the confirmation)":
-        [('    if unprepared:\n        return "not prepared on %s"', '    if False:\n        return "not prepared on %s"'),
-         ('if host in alive and all(h in alive for h in approval["hosts"]):', 'if host in alive:')],
-    "what was approved is not saved (sent again by the next cycle)":
-        ('list(saved["approved"]) + list(approved_now)', 'list(saved["approved"])'),
+        [(POLICY, '    if unprepared:\n        return "not prepared on %s"', '    if False:\n        return "not prepared on %s"'),
+         (POLICY, 'if host in alive and all(h in alive for h in approval["hosts"]):', "if host in alive:")],
 }
 
 
-def run_invariants(root: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
-                           "tests/reliability/test_safety_invariants.py"], cwd=root, capture_output=True, text=True)
+def caught(root: Path) -> Tuple[bool, str]:
+    proc = subprocess.run([sys.executable, "tools/fault_model_run.py", "--fleet-days", str(FLEET_DAYS),
+                           "--first-failure"], cwd=root, capture_output=True, text=True)
+    found = [line for line in proc.stdout.splitlines() if line.startswith("FAILED")][:1]
+    return proc.returncode != 0, (found[0] if found else proc.stdout.strip()[-300:] + proc.stderr.strip()[-300:])
 
 
-def main() -> int:
+def main(argv: List[str]) -> int:
+    only = argv[0] if argv else ""  # a part of a mutant's name: run only those
     root = Path(tempfile.mkdtemp(prefix="invariant-mutants-")) / "repo"
     shutil.copytree(REPO, root, ignore=shutil.ignore_patterns(".git", ".venv*", "build", "__pycache__", ".pytest_cache"))
-    policy = root / "plugins/module_utils/cycle_policy.py"
-    original = policy.read_text()
     missed = []
     try:
-        for name, change in MUTATIONS.items():
-            mutated = original
-            for old, new in (change if isinstance(change, list) else [change]):
-                assert mutated.count(old) == 1, f"the fix behind {name!r} is no longer where this script looks"
-                mutated = mutated.replace(old, new)
-            policy.write_text(mutated)
-            proc = run_invariants(root)
-            found = [line for line in proc.stdout.splitlines() if line.startswith("E    ")][:2]
-            print(f"{'CAUGHT' if proc.returncode else 'MISSED'}: {name}", *found, sep="\n    ", flush=True)
-            if proc.returncode == 0:
+        for name, changes in MUTATIONS.items():
+            if only not in name:
+                continue
+            originals = {path: (root / path).read_text() for path, _old, _new in changes}
+            mutated = dict(originals)
+            for path, old, new in changes:
+                assert mutated[path].count(old) == 1, f"the fix behind {name!r} is no longer where this script looks"
+                mutated[path] = mutated[path].replace(old, new)
+            for path, text in mutated.items():
+                (root / path).write_text(text)
+            found, evidence = caught(root)
+            print(f"{'CAUGHT' if found else 'MISSED'}: {name}\n    {evidence}", flush=True)
+            if not found:
                 missed.append(name)
+            for path, text in originals.items():
+                (root / path).write_text(text)
     finally:
         shutil.rmtree(root.parent, ignore_errors=True)
-    print(f"{len(MUTATIONS) - len(missed)} of {len(MUTATIONS)} reverted fixes caught by the invariants.")
+    tried = [name for name in MUTATIONS if only in name]
+    print(f"{len(tried) - len(missed)} of {len(tried)} reverted fixes caught by the fault model.")
     return 1 if missed else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

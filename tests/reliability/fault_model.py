@@ -35,6 +35,7 @@ import json
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.approval import plan_approval
@@ -74,7 +75,7 @@ class Faults:
     widen: float = 0.0      # an event's Resources gains a VM while hosts prepare
     lost: float = 0.0       # at each step, a host is lost (unreachable): nothing more runs on it this cycle
     kill: float = 0.0       # at each step, the run is killed (SIGKILL, a cancelled job): nothing more runs at all
-    unknown: float = 0.0    # a host's read serves a Started event with a status this code does not know
+    unknown: float = 0.0    # a cycle's reads serve Started events with a status this code does not know
     unreadable: float = 0.0  # a host's state file cannot be read this cycle (the file itself stays intact)
 
 
@@ -118,6 +119,7 @@ class FleetRun:
     before_prepare: Set[Tuple[str, str, int]] = field(default_factory=set)  # busy domains before this cycle's prepares
     cycle_drains: List[Tuple[str, str, bool]] = field(default_factory=list)  # (VM, event, late) drained this cycle
     sent: Set[str] = field(default_factory=set)  # events whose approval reached IMDS
+    unknown_status: bool = False  # this cycle's reads serve Started events with an unknown status
     parsed: Dict[Tuple[str, int], Optional[Dict[str, Any]]] = field(default_factory=dict)  # (VM, revision): document
     cycles: int = 0
 
@@ -241,7 +243,7 @@ class FleetRun:
             return {"failed": True}
         parsed = self.parse(vm, served)
         events = annotate(parsed["events"], vm, at) if parsed else []
-        if self.chance(self.faults.unknown, at):
+        if self.unknown_status:
             events = [dict(e, event_status="Paused", known_status=False) if e["event_status"] == "Started" else e
                       for e in events]
         spec = self.engine.vm_state(vm).vm
@@ -279,6 +281,7 @@ class FleetRun:
             self.judge_prepares(at)  # what the prepare tasks did before the kill
 
     def _cycle(self, at: datetime) -> None:
+        self.unknown_status = self.chance(self.faults.unknown, at)  # Azure serves a new status, to every VM
         reads = {vm: self.read(vm, at) for vm in self.vms()}
         alive = {vm for vm, r in reads.items() if "events" in r and not self.quiet(r)}
         if not alive:
@@ -389,6 +392,27 @@ class FleetRun:
             if (end - since).total_seconds() > SETTLE_CYCLES * period_s:
                 self.verdict.add("left_drained", f"{vm} is still drained at {end} for {sorted(events)}, all gone "
                                                  f"by {max(gone)}")
+
+
+# The role's save points and task files, in the order this model runs them: a test (and make invariants) fails
+# when the role's order drifts from the model's.
+ROLE_ORDER = ["maintenance_cycle_task_files.recover", "'before_prepare'", "maintenance_cycle_task_files.prepare",
+              "'prepared'", "scheduled_events_approve:", "'after_recover'"]
+ROLE_FILES = ["query.yml", "recover.yml", "prepare.yml", "approve.yml", "finish.yml"]
+
+
+def role_order_problems(role: Path) -> List[str]:
+    """What differs between the role's cycle (main.yml's imports, then the steps in them) and this model's."""
+    main = (role / "tasks" / "main.yml").read_text()
+    imports = [line.split(":", 1)[1].strip() for line in main.splitlines() if "import_tasks:" in line]
+    files = [f for f in imports if f in ROLE_FILES]
+    if files != ROLE_FILES:
+        return [f"main.yml imports {files}, the model runs {ROLE_FILES}"]
+    text = "\n".join((role / "tasks" / f).read_text() for f in files)
+    positions = [text.find(token) for token in ROLE_ORDER]
+    if -1 in positions or positions != sorted(positions):
+        return [f"the role's steps are not in the model's order {ROLE_ORDER} (found at {positions})"]
+    return []
 
 
 # The fleets: one availability set; two availability sets reusing fault-domain numbers; a zonal scale set

@@ -13,7 +13,11 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.reliability.fault_model import FAULTS, FLEETS, simulate
+from pathlib import Path
+
+from tests.reliability.fault_model import FAULTS, FLEETS, role_order_problems, simulate
+
+ROLE = Path(__file__).resolve().parents[2] / "roles" / "maintenance_cycle"
 
 EXAMPLES = int(os.environ.get("FAULT_MODEL_EXAMPLES", "1"))
 
@@ -31,3 +35,19 @@ def test_what_happened_to_the_vms_keeps_every_safety_rule(seed: int, fleet: str,
     assert run.ledger.drains and run.ledger.undrains and run.verdict.approvals, "the scenario exercised the cycle"
     if faults != "none":
         assert run.cycles and (run.verdict.kills or FAULTS[faults].kill == 0)
+
+
+def test_the_model_runs_the_roles_steps_in_the_roles_order() -> None:
+    assert role_order_problems(ROLE) == []
+
+
+def test_the_order_check_sees_a_role_that_prepares_before_it_recovers(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    for source in (ROLE / "tasks").glob("*.yml"):
+        (tasks / source.name).write_text(source.read_text())
+    main = (tasks / "main.yml").read_text()
+    (tasks / "main.yml").write_text(main.replace("import_tasks: recover.yml", "import_tasks: RECOVER")
+                                    .replace("import_tasks: prepare.yml", "import_tasks: recover.yml")
+                                    .replace("import_tasks: RECOVER", "import_tasks: prepare.yml"))
+    assert "main.yml imports" in role_order_problems(tmp_path)[0]
