@@ -40,9 +40,11 @@ MUTATIONS: Dict[str, List[Change]] = {
     "a late prepare is forgotten (a later cycle approves it before NotBefore)":
         [(POLICY, "was_late = was_late or key in late", "was_late = was_late")],
     "a late drain licenses other events to join its fault domain":
-        [(POLICY, "ongoing and not record.get(\"late\"))", "ongoing)")],
+        [(POLICY, "== PREPARE_DONE and not record.get(\"late\"))", "== PREPARE_DONE)")],
     "a drain owed only a recover licenses other events to join its fault domain":
-        [(POLICY, "ongoing and not record.get(\"late\"))", "not record.get(\"late\"))")],
+        [(POLICY, "ongoing and record[\"prepare\"] == PREPARE_DONE", "record[\"prepare\"] == PREPARE_DONE")],
+    "a drain merely begun (written ahead) licenses other events to join its fault domain":
+        [(POLICY, "ongoing and record[\"prepare\"] == PREPARE_DONE and not", "ongoing and not")],
     "an event of an unknown status holds no fault domain":
         [(POLICY, 'if event["event_status"] == "Scheduled" and event.get("known_status", True):',
           'if event["event_status"] != "Started":')],

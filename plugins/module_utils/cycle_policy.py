@@ -75,6 +75,7 @@ DEFAULT_POLICY = {
     "prepare_event_types": list(KNOWN_EVENT_TYPES),
     "prepare_short_freezes": False,
     "prepare_anyway_seconds": 480,
+    "parallel_runs": 1,
 }
 
 # Host statuses: only a FRESH host is seen well enough to plan for.
@@ -212,13 +213,14 @@ def plan_cycle(hosts, policy=None, now=None):
     `admissions` says of each Scheduled event of the target whether it was admitted into maintenance,
     deferred by the fault-domain limit, or admitted late (its NotBefore is near)."""
     policy = _policy(policy)
+    _refuse_unlocked_parallel_runs(hosts, policy)
     now = now or datetime.now(timezone.utc)
     views = host_views(hosts)
     by_vm = {}
     for host, view in views.items():
         by_vm.setdefault(resource_name(view["vm_name"]), host)
     plan = dict((host, _empty_plan(view)) for host, view in views.items())
-    busy, doubtful = _busy_fault_domains(views, by_vm)
+    busy, doubtful = _busy_fault_domains(views, by_vm, policy["approve_outside_play"])
     events = _scheduled_events(views, by_vm)
     admitted = _plan_prepares(events, views, plan, busy, doubtful, policy, now)
     approvals = _plan_approvals(events, views, plan, by_vm, admitted, policy)
@@ -245,7 +247,26 @@ def _policy(policy):
         raise PolicyError("max_fault_domains_in_maintenance must be a whole number of at least 1.")
     if not isinstance(merged["prepare_anyway_seconds"], (int, float)) or merged["prepare_anyway_seconds"] < 0:
         raise PolicyError("prepare_anyway_seconds must be a number of seconds, 0 or more.")
+    runs = merged["parallel_runs"]
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise PolicyError("parallel_runs must be a whole number of at least 1.")
     return merged
+
+
+def _refuse_unlocked_parallel_runs(hosts, policy):
+    """Cycles side by side (the event-driven source's max_parallel_runs) keep apart only through the VM locks: a
+    host that takes none (locking off, a Windows VM) would let two cycles admit two fault domains at once."""
+    if policy["parallel_runs"] < 2:
+        return
+    unlocked = sorted(h for h, given in hosts.items() if was_read((given or {}).get("result"))
+                      and not (given or {}).get("left_alone")
+                      and (not (given or {}).get("lock") or (given or {}).get("lock", {}).get("supported") is False))
+    if unlocked:
+        raise PolicyError("%s take%s no VM lock (maintenance_cycle_lock_seconds is 0, or Windows VMs), and up to %d "
+                          "cycles run side by side (max_parallel_runs), which only the VM locks keep apart: set "
+                          "max_parallel_runs to 1 in the rulebook's variables, or turn the locks on."
+                          % (", ".join(unlocked[:5]) + (" and %d more" % (len(unlocked) - 5) if len(unlocked) > 5 else ""),
+                             "s" if len(unlocked) == 1 else "", policy["parallel_runs"]))
 
 
 def _empty_plan(view):
@@ -255,7 +276,7 @@ def _empty_plan(view):
             "saves": False, "save_first": False}
 
 
-def _busy_fault_domains(views, by_vm):
+def _busy_fault_domains(views, by_vm, outside_is_free=False):
     """({fault domain: why it is in maintenance}, the domains only maybe in maintenance) before this cycle.
 
     A domain held only by hosts the plan cannot see may or may not be in maintenance: it blocks other
@@ -273,12 +294,13 @@ def _busy_fault_domains(views, by_vm):
         present = dict((e["event_id"].upper(), e) for e in view["events"])
         for record in view["records"]:
             if record.get("prepare"):
-                # Only a drain for an event still under way licenses other events to join its domain: not one
-                # prepared late (over the limit, as NotBefore was near), nor one owed a recover (which may
-                # already have run, in a run that died before it saved).
+                # Only a drain done for an event still under way licenses other events to join its domain: not
+                # one merely begun (written ahead: the run may have died before the drain), one prepared late
+                # (over the limit, as NotBefore was near), nor one owed a recover (which may already have run,
+                # in a run that died before it saved).
                 ongoing = not _owes_recover(record, present.get(record["event_id"].upper()), view["vm_name"])
                 hold(view["domain"], "%s prepared for %s" % (view["host"], record["event_id"]),
-                     ongoing and not record.get("late"))
+                     ongoing and record["prepare"] == PREPARE_DONE and not record.get("late"))
             elif (view["status"] == BLIND and record["event_status"] != "Scheduled"
                   and affects(record, view["vm_name"])):
                 hold(view["domain"], "%s was in %s event %s" % (view["host"], record["event_status"],
@@ -287,6 +309,13 @@ def _busy_fault_domains(views, by_vm):
         # know (it may be one): only Scheduled is known not to have begun.
         for event in view["seen"]:
             if event["event_status"] == "Scheduled" and event.get("known_status", True):
+                # A set split over runs (say Windows VMs on a schedule, Linux VMs event-driven): another run may
+                # be draining the VMs it lists that this run does not have. Unless the operator said that VMs
+                # outside the play are not this run's concern (approve_outside_inventory).
+                outside = [n for n in event["resources"] if by_vm.get(resource_name(n)) is None]
+                if outside and not outside_is_free:
+                    hold(UNSEEN_DOMAIN, "%s, outside this run, is listed by %s (another run may prepare it)"
+                         % (outside[0], event["event_id"]), False)
                 continue
             for name in event["resources"]:
                 host = by_vm.get(resource_name(name))
@@ -326,7 +355,7 @@ def _plan_prepares(events, views, plan, busy, doubtful, policy, now):
     limit = policy["max_fault_domains_in_maintenance"]
     admitted = {}
     for event, hosts in events:
-        needed = set(views[h]["domain"] for h in hosts)
+        needed = set(views[h]["domain"] for h in hosts) | _unseen_needed(event, views, policy)
         certain = set(busy) - doubtful
         verdict = _admission(needed, busy, certain, limit, _seconds_left(event, now), policy["prepare_anyway_seconds"])
         admitted[event["event_id"].upper()] = verdict
@@ -353,6 +382,14 @@ def _plan_prepares(events, views, plan, busy, doubtful, policy, now):
     return admitted
 
 
+def _unseen_needed(event, views, policy):
+    """An event that lists VMs outside this run takes the unseen domain with it (see _busy_fault_domains)."""
+    if policy["approve_outside_play"]:
+        return set()
+    names = set(resource_name(v["vm_name"]) for v in views.values())
+    return set([UNSEEN_DOMAIN]) if any(resource_name(r) not in names for r in event["resources"]) else set()
+
+
 def _admission(needed, busy, certain, limit, seconds_left, anyway_seconds):
     # With nothing else in maintenance (at most this event's own unseen hosts), an event that spans several
     # fault domains goes as a whole: Azure takes them together anyway, and deferring a part would leave it
@@ -367,7 +404,8 @@ def _admission(needed, busy, certain, limit, seconds_left, anyway_seconds):
 
 def _deferral(needed, busy, limit):
     waiting = ", ".join(sorted(needed - set(busy)))
-    return "%s waits: %s in maintenance (limit %d)" % (waiting, "; ".join(sorted(busy)), limit)
+    return "%s waits: %s in maintenance (limit %d)" % (waiting, "; ".join("%s (%s)" % (d, busy[d]) for d in sorted(busy)),
+                                                       limit)
 
 
 def _needs_prepare(view, event, policy):

@@ -373,8 +373,8 @@ def test_fault_domain_limit_defers_the_second_domain(tmp_path: Path, limit: int,
         assert len(prepared) == prepared_domains and approved == prepared
         if limit == 1:
             # whichever event is the more urgent goes first (both have 15 minutes' notice)
-            assert re.search(r"fault domain \d waits: availability set avset-web / fault domain \d in maintenance "
-                             r"\(limit 1\)", run.stdout), run.stdout[-3000:]
+            assert re.search(r"fault domain \d waits: availability set avset-web / fault domain \d \(event [0-9A-F-]+\) "
+                             r"in maintenance \(limit 1\)", run.stdout), run.stdout[-3000:]
     finally:
         fleet.close()
 
@@ -405,6 +405,8 @@ def test_approve_playbook_sends_each_id_once_from_a_listed_host(bench: CycleBenc
     assert run.returncode == 0, run.stdout[-3000:]
     (approval,) = bench.fleet.approvals()
     assert approval["vm"] in event["resources"] and approval["event_ids"] == [event["event_id"]]
+    assert "it runs no prepare tasks, checks no fault-domain limit and takes no VM lock" in run.stdout
+    assert f"{approval['vm']} approved {event['event_id']}" in run.stdout, run.stdout[-3000:]
 
 
 def test_approve_playbook_refuses_unknown_ids(bench: CycleBench) -> None:

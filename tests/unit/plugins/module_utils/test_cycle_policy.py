@@ -545,3 +545,25 @@ def test_regression_a_drain_owed_only_a_recover_licenses_no_event_to_join_its_do
              vm1={"result": failed_read(), "availability_set": "as1", "last_vm": {"name": "vm1", "fault_domain": 1}})
     assert p["hosts"]["vm0"]["prepare"] == [] and ids(p["hosts"]["vm0"]["deferred"]) == [IDS["U1"]]
     assert ids(p["hosts"]["vm0"]["recover"]) == [IDS["E0"]]
+
+
+def test_regression_a_set_split_over_two_runs_holds_what_the_other_run_may_drain() -> None:
+    """Windows VMs on the scheduled cycle, Linux VMs event-driven: each run plans over its own hosts only."""
+    theirs, ours = event("E0", ["win0"], minutes=60), event("E1", ["vm1"])
+    p = plan({"vm1": result("vm1", 1, [theirs, ours])})
+    assert p["hosts"]["vm1"]["prepare"] == [] and ids(p["hosts"]["vm1"]["deferred"]) == [IDS["E1"]]
+    assert "win0, outside this run, is listed by %s" % IDS["E0"] in p["hosts"]["vm1"]["deferred"][0]["reason"]
+    trusted = plan({"vm1": result("vm1", 1, [theirs, ours])}, {"approve_outside_play": True})
+    assert ids(trusted["hosts"]["vm1"]["prepare"]) == [IDS["E1"]]
+    # An event that lists our host and one of theirs goes as a whole: it is not held back by itself.
+    both = event("E2", ["vm1", "win0"])
+    assert ids(plan({"vm1": result("vm1", 1, [both])})["hosts"]["vm1"]["prepare"]) == [IDS["E2"]]
+
+
+def test_regression_a_drain_merely_begun_licenses_no_event_to_join_its_domain() -> None:
+    """Found by the fault model: written ahead, then the run died before the prepare tasks drained anything; a
+    Started event holds fault domain 1, so fault domain 0's event must wait, not join a drain that may not be."""
+    reboot, started = event("E1", ["vm0"]), event("E0", ["vm1"], status="Started")
+    begun = saved([reboot], prepared=["E1"], prepare="started")
+    p = plan({"vm0": result("vm0", 0, [reboot, started], begun), "vm1": result("vm1", 1, [reboot, started])})
+    assert p["hosts"]["vm0"]["prepare"] == [] and ids(p["hosts"]["vm0"]["deferred"]) == [IDS["E1"]]

@@ -67,3 +67,42 @@ def test_bad_requests_fail_in_one_sentence_and_send_nothing(sim: Simulator, args
     result = approve(sim, **args)
     assert result["failed"] and fragment in result["msg"] and "Traceback" not in result["msg"]
     assert sim.engine.approvals == []
+
+
+# ------------------------------------------------------------------ write-ahead: on record before the POST
+
+def test_the_approval_is_on_record_in_the_state_before_the_post(sim: Simulator, reboot: str, tmp_path: Any) -> None:
+    import json
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils import approve_task
+
+    state_path = tmp_path / "state.json"
+    seen_at_post = []
+    post = approve_task.record_approval
+
+    def spy(params: Dict[str, Any], ids: Any, edges: Any) -> None:
+        post(params, ids, edges)
+        seen_at_post.append(json.loads(state_path.read_text())["approved"])
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(approve_task, "record_approval", spy)
+        result = approve(sim, event_ids=[reboot], state_path=str(state_path))
+    assert result["approved"] == [reboot] and seen_at_post == [[reboot]] and sim.engine.approvals
+    assert json.loads(state_path.read_text())["approved"] == [reboot]
+
+
+def test_a_run_whose_lock_was_taken_over_records_and_sends_nothing(sim: Simulator, reboot: str, tmp_path: Any) -> None:
+    state_path = tmp_path / "state.json"
+    from datetime import datetime, timezone
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_lock import lock_text
+    (tmp_path / "state.json.lock").write_text(lock_text("thief run", datetime.now(timezone.utc), 600))
+    result = approve(sim, event_ids=[reboot], state_path=str(state_path), lock_owner="this run")
+    assert result["failed"] and "Nothing was approved" in result["msg"] and "thief run" in result["msg"]
+    assert sim.engine.approvals == [] and not state_path.exists()
+
+
+def test_a_damaged_state_file_fails_the_task_and_nothing_is_sent(sim: Simulator, reboot: str, tmp_path: Any) -> None:
+    state_path = tmp_path / "state.json"
+    state_path.write_text("{not json")
+    result = approve(sim, event_ids=[reboot], state_path=str(state_path))
+    assert result["failed"] and result["msg"].startswith(str(state_path)) and "Nothing was approved." in result["msg"]
+    assert sim.engine.approvals == [] and state_path.read_text() == "{not json"
