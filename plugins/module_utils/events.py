@@ -88,12 +88,21 @@ def parse_incarnation(value):
     if isinstance(value, int):
         number = value
     elif isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
+        if len(value.strip().lstrip("0")) > MAX_INCARNATION_DIGITS:  # int() of thousands of digits raises
+            raise DocumentError("DocumentIncarnation has %d digits, more than any document can have counted."
+                                % len(value.strip()))
         number = int(value.strip())
     else:
         raise DocumentError("DocumentIncarnation %r is not a whole number." % (value,))
     if number < 0:
         raise DocumentError("DocumentIncarnation %d is negative." % number)
+    if number >= 10 ** MAX_INCARNATION_DIGITS:
+        raise DocumentError("DocumentIncarnation has %d digits, more than any document can have counted."
+                            % len(str(number)))
     return number
+
+
+MAX_INCARNATION_DIGITS = 30
 
 
 def parse_not_before(value):
@@ -118,7 +127,10 @@ def parse_not_before(value):
         raise DocumentError("NotBefore %r is neither an RFC 1123 nor an ISO 8601 date." % text)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
+    try:
+        return moment.astimezone(timezone.utc)
+    except OverflowError:
+        raise DocumentError("NotBefore %r is outside the calendar once in UTC." % text)
 
 
 def _from_iso(match, text):
@@ -132,7 +144,10 @@ def _from_iso(match, text):
         sign = -1 if zone[0] == "-" else 1
         digits = zone[1:].replace(":", "")
         offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
-        moment -= sign * offset
+        try:
+            moment -= sign * offset
+        except OverflowError:
+            raise DocumentError("NotBefore %r is outside the calendar once in UTC." % text)
     return moment
 
 

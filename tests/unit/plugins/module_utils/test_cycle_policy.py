@@ -567,3 +567,15 @@ def test_regression_a_drain_merely_begun_licenses_no_event_to_join_its_domain() 
     begun = saved([reboot], prepared=["E1"], prepare="started")
     p = plan({"vm0": result("vm0", 0, [reboot, started], begun), "vm1": result("vm1", 1, [reboot, started])})
     assert p["hosts"]["vm0"]["prepare"] == [] and ids(p["hosts"]["vm0"]["deferred"]) == [IDS["E1"]]
+
+
+@pytest.mark.parametrize("lock", [{}, {"taken": False, "supported": False}], ids=["locking off", "Windows VM"])
+def test_regression_side_by_side_cycles_refuse_hosts_without_a_vm_lock(lock: Dict[str, Any]) -> None:
+    reboot = event("E1", ["vm0"])
+    hosts = {"vm0": {"result": result("vm0", 0, [reboot]), "availability_set": "as1", "lock": lock},
+             "vm1": {"result": result("vm1", 1, []), "availability_set": "as1", "lock": {"taken": True}}}
+    with pytest.raises(PolicyError, match=r"^vm0 takes no VM lock .* set max_parallel_runs to 1"):
+        plan_cycle(hosts, {"parallel_runs": 3}, NOW)
+    assert ids(plan_cycle(hosts, {"parallel_runs": 1}, NOW)["hosts"]["vm0"]["prepare"]) == [IDS["E1"]]
+    with pytest.raises(PolicyError, match="parallel_runs must be a whole number"):
+        plan_cycle(hosts, {"parallel_runs": 0}, NOW)

@@ -238,3 +238,16 @@ def test_any_input_either_parses_or_raises_document_error(junk: object, raw: byt
             parse_document(body)
         except DocumentError as exc:
             assert str(exc).endswith(".") and "\n" not in str(exc)
+
+
+@pytest.mark.parametrize("not_before", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00",
+                                        "Fri, 31 Dec 9999 23:59:59 -0100"])
+def test_regression_a_not_before_at_the_calendars_edge_is_a_document_error(not_before: str) -> None:
+    with pytest.raises(DocumentError, match="outside the calendar once in UTC"):
+        parse_document(document(dict(EVENT, NotBefore=not_before)))
+
+
+def test_regression_a_5000_digit_incarnation_is_a_document_error() -> None:
+    for incarnation in ("9" * 5000, int("9" * 4000)):
+        with pytest.raises(DocumentError, match="DocumentIncarnation|malformed JSON"):
+            parse_document(document(EVENT, incarnation=incarnation))
