@@ -25,7 +25,9 @@ whatever event it ran for) and from the engine's record of approvals and of the 
   VM in a Started event) beyond the limit (one), except an event prepared as its NotBefore was near (Azure starts
   it then, prepared or not), which is counted (`late_drains`) and reported;
 - approved_early: such an event is left to NotBefore, never approved;
-- left_drained: every drain is undone within a bounded time after its events are gone and the faults stop;
+- left_drained: every drain is undone within a bounded time after its events are gone and the faults stop (the
+  events a prepare began for since the VM's last undrain count as its events: the cycle cannot tell how far a
+  prepare went that a kill or a failure cut short, so it keeps the VM drained for them until they are gone);
 - undone_while_pending: no drain is undone while an event it was made for still lists the VM;
 - approved_twice: no approval is sent twice (the approval is on record before its POST).
 """
@@ -87,6 +89,7 @@ class Killed(Exception):
 class Ledger:
     """What the stand-in prepare and recover tasks did to each VM: the ground truth of drains."""
     drained_for: Dict[str, Set[str]] = field(default_factory=dict)  # VM -> events its one drain was made for
+    begun: Dict[str, Set[str]] = field(default_factory=dict)  # VM -> events a prepare began for since its last undrain
     drains: int = 0
     undrains: int = 0
 
@@ -195,6 +198,7 @@ class FleetRun:
             if self.pending(event_id, vm):
                 self.verdict.add("undone_while_pending", f"{vm}'s drain undone at {at} while {event_id} still "
                                                          f"lists it ({self.truth(event_id).status})")
+        self.ledger.begun.pop(vm, None)
         if self.ledger.drained_for.pop(vm, None):
             self.ledger.undrains += 1
 
@@ -338,6 +342,10 @@ class FleetRun:
             return
         # The role saves from its read: each save of a cycle starts from the state the cycle read.
         self.states[vm] = state_for_step(result, host_plan, step, list(approved_now))
+        if step == BEFORE_PREPARE:
+            # The prepare of these events began: the cycle cannot tell how far it went, so the VM's drain (now or
+            # later) serves them too until they are prepared or gone (it never undoes a drain they may need).
+            self.ledger.begun.setdefault(vm, set()).update(e["event_id"] for e in host_plan["prepare"])
 
     def approve(self, vm: str, planned: List[Dict[str, Any]], saves: bool, at: datetime, alive: Set[str]) -> List[str]:
         """scheduled_events_approve (missing=ignore, state_path): re-read, decide, record, POST once."""
@@ -385,7 +393,7 @@ class FleetRun:
     def finish(self, end: datetime, period_s: float) -> None:
         """left_drained: a drain whose events have all been gone for SETTLE_CYCLES cycles of a fault-free run."""
         for vm, events in sorted(self.ledger.drained_for.items()):
-            gone = [self.truth(i).removed_at for i in events]
+            gone = [self.truth(i).removed_at for i in events | self.ledger.begun.get(vm, set())]
             if not events or not all(gone) or self.engine.vm_state(vm).deleted_at is not None:
                 continue  # an event it was made for is still pending (the drain is owed), or the VM was deleted
             since = max(max(gone), self.fault_until)
