@@ -104,7 +104,7 @@ options:
         task before anything is sent.
       - Linux VMs only; on Windows VMs the maintenance_cycle role records the approval with a save of its own
         before this task.
-    type: str
+    type: path
   lock_owner:
     description:
       - This run's lock owner name, when it holds the VM's lock (C(<state_path>.lock)); see O(state_path).
@@ -185,6 +185,10 @@ attempted:
   returned: when the approval request itself failed
   type: list
   elements: str
+recorded_in:
+  description: The state file in which the ids were recorded as approved before the POST (O(state_path)).
+  returned: when O(state_path) is set and a POST was sent
+  type: str
 document_incarnation:
   description: C(DocumentIncarnation) of the document the decision was based on.
   returned: always
