@@ -17,13 +17,13 @@ from typing import List, Any, Dict, Optional, Tuple
 
 import pytest
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import SIGNATURE_HEADER, sign
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import SIGNATURE_HEADER, relay_key, sign
 from tests.conftest import COLLECTIONS_PATH
 from tests.eda.rulebook_setup import free_port
 
 SOURCE = Path(COLLECTIONS_PATH, "ansible_collections", "azure_imds", "scheduled_events", "extensions", "eda",
               "plugins", "event_source", "scheduled_events.py")
-TOKEN = b"source-test-token-0123456789"
+TOKEN = b"source-test-token-0123456789"   # the controller's shared secret
 REBOOT = {"EventId": "A1", "EventType": "Reboot", "EventStatus": "Scheduled", "Resources": ["vm0"]}
 
 
@@ -47,9 +47,10 @@ def post(url: str, body: bytes, header: Optional[str]) -> Tuple[int, Dict[str, A
         return exc.code, json.loads(exc.read())
 
 
-def signed(message: Dict[str, Any], key: bytes = TOKEN, at: Optional[float] = None) -> Tuple[bytes, str]:
+def signed(message: Dict[str, Any], key: Optional[bytes] = None, at: Optional[float] = None) -> Tuple[bytes, str]:
+    """Signed as the relay of the host it names signs (its own key), unless a key is given."""
     body = json.dumps(message).encode()
-    return body, sign(body, key, time.time() if at is None else at)
+    return body, sign(body, relay_key(TOKEN, message["host"]) if key is None else key, time.time() if at is None else at)
 
 
 def load_source() -> Any:
@@ -118,6 +119,10 @@ def test_a_new_event_on_two_vms_becomes_one_cycle_event_naming_both(tmp_path: Pa
 @pytest.mark.parametrize("case, status, fragment", [
     ("unsigned", 401, "carries no"),
     ("wrong token", 401, "does not match"),
+    ("another host's key", 401, "does not match its body with the key of vm0"),
+    ("the shared secret (a relay installed before per-host keys)", 401, "signed with the controller's shared secret"),
+    ("a signature that is not ASCII", 401, "does not match"),
+    ("a stamp of 5,000 digits", 401, "is not t=<seconds>"),
     ("replayed an hour later", 401, "signed 3600 s away"),
     ("malformed", 400, "seq is not a positive"),
 ])
@@ -131,6 +136,16 @@ def test_bad_pushes_get_a_4xx_and_never_become_events(tmp_path: Path, case: str,
             answer = await asyncio.to_thread(post, source.url + "/push", json.dumps(message).encode(), None)
         elif case == "wrong token":
             answer = await source.send(message, key=b"somebody else's token!!")
+        elif case == "another host's key":  # vm1 (its own key, or root on it) speaking for vm0
+            answer = await source.send(message, key=relay_key(TOKEN, "vm1"))
+        elif case.startswith("the shared secret"):
+            answer = await source.send(message, key=TOKEN)
+        elif case == "a signature that is not ASCII":
+            header = "t=%d,v1=%s" % (time.time(), "\u00e9" * 64)   # latin-1 on the wire, as http.client sends it
+            answer = await asyncio.to_thread(post, source.url + "/push", json.dumps(message).encode(), header)
+        elif case == "a stamp of 5,000 digits":
+            answer = await asyncio.to_thread(post, source.url + "/push", json.dumps(message).encode(),
+                                             "t=%s,v1=ab" % ("9" * 5000))
         elif case == "replayed an hour later":
             answer = await source.send(message, at=time.time() - 3600)
         else:
@@ -237,3 +252,14 @@ def test_a_restarted_source_rebuilds_its_view_from_the_next_pushes_and_a_silent_
     assert quiet_meanwhile, "quiet hosts heard again start nothing"
     assert stale["stale"] == ["vm2"] and stale["hosts"] == ["vm2"], "never heard since the restart: busy"
     assert news["changed"] == ["vm1"] and "vm2" in news["hosts"], "it stays in every cycle until it is heard"
+
+
+def test_a_done_report_with_a_secret_that_is_not_ascii_is_an_unknown_run_not_a_server_error(tmp_path: Path) -> None:
+    async def scenario() -> Tuple[int, Dict[str, Any]]:
+        source = Source(tmp_path)
+        task = await started(source)
+        answer = await asyncio.to_thread(post, source.url + "/done/%C3%A9t%C3%A9/1", b"", None)
+        task.cancel()
+        return answer
+
+    assert asyncio.run(scenario()) == (404, {"error": "unknown run"})

@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 import yaml
 
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import relay_key
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay_program import RelayConfig
 from imds_simulator.fleet import FleetSpec
 from tests.conftest import COLLECTIONS_PATH
@@ -193,7 +194,10 @@ def _install(bench: RoleBench) -> None:
         assert init.read_text() == "" and _mode(init) == 0o644, "each level a regular package"
     assert all(_mode(p) == 0o644 for p in code.values()) and _mode(package) == 0o755
     assert _mode(state_dir) == 0o700 and _mode(config_dir / "relay.json") == 0o600
-    assert _mode(config_dir / "token") == 0o600 and (config_dir / "token").read_bytes() == TOKEN + b"\n"
+    assert _mode(config_dir / "token") == 0o600
+    assert (config_dir / "token").read_bytes() == relay_key(TOKEN, bench.vm) + b"\n", "the VM's own key"
+    assert not [p for p in bench.root.rglob("*") if p.is_file() and TOKEN in p.read_bytes()], \
+        "the controller's secret reaches no file of the VM: it cannot sign for another VM"
 
     config = RelayConfig.from_file(str(config_dir / "relay.json"))  # the relay's own reading of it
     assert config.host == bench.vm and config.imds_url == bench.imds_url, "maintenance_cycle_imds_url when set"

@@ -20,10 +20,10 @@ import jsonschema
 import pytest
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import (
-    SIGNATURE_HEADER,
     PushError,
-    parse_push,
-    verify,
+    SIGNATURE_HEADER,
+    check_push,
+    relay_key,
 )
 from imds_simulator.fleet import FleetSpec
 from tests.conftest import COLLECTIONS_PATH
@@ -31,13 +31,14 @@ from tests.eda.rulebook_setup import free_port
 from tests.live_fleet import LiveFleet
 from tests.timing import epoch, wait_for
 
-TOKEN = b"relay-test-token-0123456789"
+TOKEN = b"relay-test-token-0123456789"   # the controller's shared secret; each relay signs with its own key
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "observation.schema.json").read_text())
 PLAIN_PYTHON = getattr(sys, "_base_executable", sys.executable)  # no Ansible installed there
 
 
 class Receiver:
-    """A controller stand-in: verifies, records and answers each push (401 for a bad signature)."""
+    """A controller stand-in: checks each push as the event source does (with the key of the host it names),
+    records it and answers (401 for a bad signature)."""
 
     def __init__(self, port: int = 0, token: bytes = TOKEN):
         self.pushes: List[Dict[str, Any]] = []
@@ -48,8 +49,7 @@ class Receiver:
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 try:
-                    verify(body, self.headers.get(SIGNATURE_HEADER), token, time.time())
-                    receiver.pushes.append(parse_push(body))
+                    receiver.pushes.append(check_push(body, self.headers.get(SIGNATURE_HEADER), token, time.time()))
                     self.send_response(204)
                 except PushError as exc:
                     receiver.refused.append(str(exc))
@@ -76,7 +76,7 @@ class RelayBench:
         self.dir = tmp_path / vm
         self.dir.mkdir(exist_ok=True)
         token = self.dir / "token"
-        token.write_bytes(settings.pop("token", TOKEN))
+        token.write_bytes(settings.pop("token", relay_key(TOKEN, vm)))  # its own key, as the role installs it
         token.chmod(0o600)
         self.history = self.dir / "history.jsonl"
         self.config = self.dir / "relay.json"

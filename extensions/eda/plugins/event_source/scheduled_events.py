@@ -31,8 +31,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay 
     MAX_PUSH_BYTES,
     SIGNATURE_HEADER,
     PushError,
-    parse_push,
-    verify,
+    check_push,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay_program import (  # noqa: E402
     ConfigError,
@@ -54,7 +53,9 @@ description:
     never cause an approval.
 options:
   token_file:
-    description: File holding the token the relays sign with (mode 0600, at least 16 characters).
+    description:
+      - File holding the controller's shared secret (mode 0600, at least 16 characters), from which each
+        relay's own key is derived. It stays on the controller; the relays hold their derived keys only.
     type: str
     required: true
   host:
@@ -152,8 +153,7 @@ class Receiver:
     async def push(self, request: web.Request) -> web.Response:
         body = await request.read()
         try:
-            verify(body, request.headers.get(SIGNATURE_HEADER), self.token, self.clock())
-            message = parse_push(body)
+            message = check_push(body, request.headers.get(SIGNATURE_HEADER), self.token, self.clock())
         except PushError as exc:
             self.refused += 1
             LOG.warning("refused a push from %s: %s", request.remote, exc)
@@ -167,7 +167,8 @@ class Receiver:
         return web.json_response({"accepted": accepted})
 
     async def done(self, request: web.Request) -> web.Response:
-        if not secrets.compare_digest(request.match_info["secret"], self.secret):
+        given = request.match_info["secret"].encode("utf-8", "replace")   # bytes: any character is a mismatch
+        if not secrets.compare_digest(given, self.secret.encode("ascii")):
             return web.json_response({"error": "unknown run"}, status=404)
         try:
             number = int(request.match_info["number"])
