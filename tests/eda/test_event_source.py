@@ -96,10 +96,24 @@ async def started(source: Source) -> asyncio.Task:
     raise AssertionError("the source did not listen")
 
 
+async def read_quiet_by_a_first_cycle(source: Source, hosts=("vm0", "vm1", "vm2")) -> None:
+    """What a freshly started source needs before a host counts as quiet: a cycle that covered it and whose own
+    read found it quiet (the done report's read_quiet). The relays here start as 'not quiet' (a first
+    relay id), so that a cycle runs at once."""
+    for host in hosts:
+        await source.send(push(host, 1, quiet=False, relay_id="first"))
+    first = (await source.event())["scheduled_events"]
+    assert sorted(first["hosts"]) == sorted(hosts)
+    code, answer = await asyncio.to_thread(post, first["done_url"], json.dumps({"read_quiet": list(hosts)}).encode(),
+                                           None)
+    assert code == 200 and answer == {"released": True}
+
+
 def test_a_new_event_on_two_vms_becomes_one_cycle_event_naming_both(tmp_path: Path) -> None:
     async def scenario() -> Dict[str, Any]:
         source = Source(tmp_path)
         task = await started(source)
+        await read_quiet_by_a_first_cycle(source)
         for host in ("vm0", "vm1", "vm2"):
             assert (await source.send(push(host, 1, quiet=True)))[0] == 200
         for host in ("vm0", "vm1"):
@@ -113,7 +127,7 @@ def test_a_new_event_on_two_vms_becomes_one_cycle_event_naming_both(tmp_path: Pa
     assert whole["meta"]["hosts"] == ["vm0", "vm1", "localhost"], "the playbook's limit, controller plays included"
     event = whole["scheduled_events"]
     assert event["hosts"] == ["vm0", "vm1"] and event["changed"] == ["vm0", "vm1"] and event["stale"] == []
-    assert event["done_url"].startswith("http://127.0.0.1:") and event["done_url"].endswith("/1")
+    assert event["done_url"].startswith("http://127.0.0.1:") and event["done_url"].endswith("/2")
 
 
 @pytest.mark.parametrize("case, status, fragment", [
@@ -164,6 +178,7 @@ def test_news_a_running_cycle_covers_waits_for_its_done_report_and_news_elsewher
     async def scenario() -> Tuple[List[Dict[str, Any]], List[bool]]:
         source = Source(tmp_path)
         task = await started(source)
+        await read_quiet_by_a_first_cycle(source)
         for host in ("vm1", "vm2"):
             await source.send(push(host, 1, quiet=True))
         await source.send(push("vm0", 1, quiet=False, events=[REBOOT]))
@@ -243,6 +258,7 @@ def test_a_restarted_source_rebuilds_its_view_from_the_next_pushes_and_a_silent_
         await asyncio.sleep(0.3)
         quiet_meanwhile = source.queue.empty()
         stale = (await source.event())["scheduled_events"]
+        await asyncio.to_thread(post, stale["done_url"], b'{"read_quiet": ["vm0", "vm1"]}', None)
         await source.send(push("vm1", 3, quiet=False, events=[dict(REBOOT, Resources=["vm1"])]))
         news = (await source.event())["scheduled_events"]
         task.cancel()
@@ -250,7 +266,8 @@ def test_a_restarted_source_rebuilds_its_view_from_the_next_pushes_and_a_silent_
 
     quiet_meanwhile, stale, news = asyncio.run(scenario())
     assert quiet_meanwhile, "quiet hosts heard again start nothing"
-    assert stale["stale"] == ["vm2"] and stale["hosts"] == ["vm2"], "never heard since the restart: busy"
+    assert stale["stale"] == ["vm2"], "never heard since the restart: busy"
+    assert stale["hosts"] == ["vm0", "vm1", "vm2"], "and no cycle has read the others quiet since the restart"
     assert news["changed"] == ["vm1"] and "vm2" in news["hosts"], "it stays in every cycle until it is heard"
 
 
@@ -263,3 +280,30 @@ def test_a_done_report_with_a_secret_that_is_not_ascii_is_an_unknown_run_not_a_s
         return answer
 
     assert asyncio.run(scenario()) == (404, {"error": "unknown run"})
+
+
+def test_a_quiet_push_never_takes_a_host_out_of_the_runs_only_a_cycles_own_read_does(tmp_path: Path) -> None:
+    """A forged push for vm0 (signed with vm0's own key: the worst case) says quiet with a huge sequence number:
+    vm0 stays in every run until a cycle reads it quiet, and the real relay's next push is still taken."""
+    async def scenario() -> Tuple[List[Dict[str, Any]], Tuple[int, Dict[str, Any]]]:
+        source = Source(tmp_path)
+        task = await started(source)
+        await read_quiet_by_a_first_cycle(source)
+        await source.send(push("vm0", 2, quiet=False, events=[REBOOT]))
+        runs = [(await source.event())["scheduled_events"]]
+        await source.send(push("vm0", 10 ** 15, quiet=True))          # the forgery
+        await asyncio.to_thread(post, runs[0]["done_url"], b'{"read_quiet": []}', None)   # vm0 read with work
+        await source.send(push("vm0", 3, quiet=False, events=[dict(REBOOT, EventId="B")]))  # the real relay
+        runs.append((await source.event())["scheduled_events"])
+        await asyncio.to_thread(post, runs[1]["done_url"], b'{"read_quiet": ["vm0"]}', None)
+        await source.send(push("vm1", 2, quiet=False, events=[dict(REBOOT, Resources=["vm1"])]))
+        runs.append((await source.event())["scheduled_events"])
+        bad = await asyncio.to_thread(post, runs[2]["done_url"], b'{"read_quiet": "vm1"}', None)
+        task.cancel()
+        return runs, bad
+
+    (first, second, third), (code, body) = asyncio.run(scenario())
+    assert first["hosts"] == ["vm0"]
+    assert second["changed"] == ["vm0"], "the real relay's push after the forged huge sequence number is news"
+    assert third["hosts"] == ["vm1"], "vm0 left the runs once a cycle's own read found it quiet"
+    assert code == 400 and "read_quiet is not a list" in body["error"]

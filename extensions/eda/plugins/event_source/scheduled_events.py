@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import secrets
 import ssl
@@ -49,8 +50,10 @@ description:
     one event on the queue when a cycle is needed, naming every host with work (not quiet, or stale: not
     heard from for stale_seconds). News on hosts a running cycle covers is coalesced into the next event;
     news elsewhere starts another cycle at once (max_parallel_runs).
-  - A push only starts a cycle; the cycle reads every VM itself, so a forged, replayed or stale push can
-    never cause an approval.
+  - A push only starts a cycle or adds hosts to one; the cycle reads every VM itself, so a forged, replayed
+    or stale push can never cause an approval. A host leaves the runs only once a cycle's own read found it
+    quiet (the done report's C(read_quiet), which the cycle playbook sends when it is given C(done_url)),
+    never on a push's word.
 options:
   token_file:
     description:
@@ -174,7 +177,28 @@ class Receiver:
             number = int(request.match_info["number"])
         except ValueError:
             return web.json_response({"error": "unknown run"}, status=404)
-        return web.json_response({"released": self.view.done(number)})
+        body = await request.read()
+        try:
+            read_quiet = read_quiet_of(body)
+        except ValueError as exc:
+            LOG.warning("refused the done report of run %d: %s", number, exc)
+            return web.json_response({"error": str(exc)}, status=400)
+        return web.json_response({"released": self.view.done(number, read_quiet)})
+
+
+def read_quiet_of(body: bytes) -> list:
+    """The hosts a done report says the cycle's own read found quiet ([] for an empty body: the report of a
+    cycle that may have died, which takes no host out of later runs); ValueError in one sentence."""
+    if not body.strip():
+        return []
+    try:
+        report = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError("the done report is not UTF-8 JSON.")
+    hosts = report.get("read_quiet", []) if isinstance(report, dict) else None
+    if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+        raise ValueError("the done report's read_quiet is not a list of host names.")
+    return hosts
 
 
 def event_of(run: Run, done_url: str) -> Dict[str, Any]:
