@@ -67,6 +67,7 @@ class RelayConfig:
     poll_interval: float = 1.0
     heartbeat_seconds: float = 30.0
     cycle_state_path: str = ""            # the maintenance cycle's state file on this VM ("" none)
+    resource_name: str = ""               # this VM's name in Resources, as the modules' resource_name ("" compute's)
     history_path: str = ""                # change-only history ("" none)
     history_max_bytes: int = 64 * 1024 * 1024
     spool_max_entries: int = 10000
@@ -394,6 +395,8 @@ class Relay:
             try:
                 facts = compute_facts(self.client.get_compute())
                 self.tracker.vm = vm_of(self.config.host, facts)
+                if self.config.resource_name:   # as the modules' this_vm: resource_name before compute's name
+                    self.tracker.vm["name"] = self.config.resource_name
                 return
             except (ImdsError, DocumentError) as exc:
                 log("cannot read this VM's compute metadata yet (%s)." % exc)

@@ -290,3 +290,20 @@ def test_the_metrics_textfile_follows_the_event_the_polls_and_the_controller(tmp
     assert time.time() - drained["azure_scheduled_events_last_successful_poll_timestamp_seconds"] < 30
     assert oct(textfile.stat().st_mode & 0o777) == "0o644", "node_exporter, another user, must read it"
     assert [p.name for p in textfile.parent.iterdir()] == [textfile.name], "no temporary file left"
+
+
+def test_the_relay_matches_events_by_resource_name_as_the_modules_do(tmp_path: Path, fleet: LiveFleet) -> None:
+    """A VM whose name in Resources differs from its compute name (maintenance_cycle_resource_name): here the
+    simulator's vms[0] is listed as vms[1]; an event listing only that name is this VM's."""
+    receiver = Receiver()
+    vm, listed_as = fleet.vms
+    relay = RelayBench(tmp_path, fleet, vm, receiver.port, resource_name=listed_as)
+    relay.start()
+    try:
+        wait_for(lambda: receiver.changes(), 30, "the first document")
+        fleet.inject(dict(REBOOT, resources={"names": [listed_as]}))
+        change = wait_for(lambda: [c for c in receiver.changes() if c["record"]["events"]], 10, "the change")[0]
+    finally:
+        stderr = relay.stop()
+        receiver.close()
+    assert change["quiet"] is False and change["vm"] == listed_as, "the event lists this VM: " + stderr
