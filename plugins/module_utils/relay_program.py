@@ -107,6 +107,10 @@ class RelayConfig:
                               "those)." % self.metrics_path)
         if self.spool_max_entries < 1:
             raise ConfigError("spool_max_entries must be at least 1.")
+        if self.cycle_state_path and not os.path.isabs(self.cycle_state_path):
+            raise ConfigError("cycle_state_path %r is not an absolute path: the relay must watch the very file the "
+                              "cycle writes, which the event_relay role resolves on the VM as the cycle's modules do."
+                              % self.cycle_state_path)
 
 
 def read_token(path):
@@ -341,7 +345,7 @@ def has_saved_work(path):
     if not path:
         return False
     try:
-        with open(os.path.expanduser(path)) as stream:
+        with open(path) as stream:   # absolute (RelayConfig.check): as the cycle's modules resolved it
             text = stream.read()
     except FileNotFoundError:
         return False

@@ -243,6 +243,16 @@ def test_a_wrong_token_is_refused_and_nothing_is_lost(tmp_path: Path, fleet: Liv
     assert list((relay.dir / "state" / "spool").glob("*.json")), "the change stays in the spool"
 
 
+def test_a_state_path_that_is_not_absolute_is_refused_in_one_sentence(tmp_path: Path, fleet: LiveFleet) -> None:
+    """~ is whoever runs the relay's home, not necessarily the cycle's: never guessed, never silent."""
+    relay = RelayBench(tmp_path, fleet, fleet.vms[0], 1, cycle_state_path="~/.ansible/state.json")
+    relay.start()
+    assert relay.process is not None
+    _, stderr = relay.process.communicate(timeout=10)
+    assert relay.process.returncode == 2 and "Traceback" not in stderr
+    assert "cycle_state_path '~/.ansible/state.json' is not an absolute path" in stderr
+
+
 def test_bad_configuration_is_one_sentence_and_exit_2(tmp_path: Path, fleet: LiveFleet) -> None:
     relay = RelayBench(tmp_path, fleet, fleet.vms[0], 1)
     (relay.dir / "token").chmod(0o644)
