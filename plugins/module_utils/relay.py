@@ -297,6 +297,38 @@ def parse_push(body):
     return push
 
 
+# ---------------------------------------------------------------------------------------- logging
+
+class LogLimiter:
+    """Log lines of one kind (IMDS failing, a refused push from one sender, a full disk) rate-limited: the first
+    at once, then at most one a `period`, saying how many were held back, so that a failure that lasts days
+    neither floods the journal nor goes unsaid. Times are the caller's clock's seconds."""
+
+    def __init__(self, period=60.0):
+        # type: (float) -> None
+        self.period = period
+        self.kinds = {}   # type: Dict[Any, List[float]]   # kind -> [last line at, held back since]
+
+    def note(self, kind, now):
+        # type: (Any, float) -> Optional[int]
+        """None: hold this one back; otherwise log it, with the returned number held back since the last line."""
+        for old in [k for k, (at, held) in self.kinds.items() if not held and now - at >= self.period]:
+            del self.kinds[old]   # bounded: kinds quiet for a period are forgotten
+        entry = self.kinds.get(kind)
+        if entry is None or not 0 <= now - entry[0] < self.period:
+            held = int(entry[1]) if entry else 0
+            self.kinds[kind] = [now, 0]
+            return held
+        entry[1] += 1
+        return None
+
+
+def held_back(count):
+    # type: (int) -> str
+    """The suffix of a rate-limited line."""
+    return "" if not count else " (%d more like it since the last line)" % count
+
+
 # ---------------------------------------------------------------------------------------- the spool
 
 def spool_overflow(seqs, max_entries):

@@ -307,3 +307,17 @@ def test_a_quiet_push_never_takes_a_host_out_of_the_runs_only_a_cycles_own_read_
     assert second["changed"] == ["vm0"], "the real relay's push after the forged huge sequence number is news"
     assert third["hosts"] == ["vm1"], "vm0 left the runs once a cycle's own read found it quiet"
     assert code == 400 and "read_quiet is not a list" in body["error"]
+
+
+def test_refused_pushes_are_logged_rate_limited(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> List[int]:
+        source = Source(tmp_path)
+        task = await started(source)
+        codes = [(await source.send(push("vm0", seq, quiet=True), key=b"a key that is nobody's"))[0]
+                 for seq in range(1, 21)]
+        task.cancel()
+        return codes
+
+    assert asyncio.run(scenario()) == [401] * 20, "each one refused"
+    lines = [r.getMessage() for r in caplog.records if "refused a push" in r.getMessage()]
+    assert len(lines) == 1 and "does not match" in lines[0], "one line at once, then at most one a minute"

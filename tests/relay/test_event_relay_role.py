@@ -218,6 +218,7 @@ def _install(bench: RoleBench) -> None:
     assert service["ExecStart"] == f"{PLAIN_PYTHON} -m {PACKAGE}.relay_program {config_dir / 'relay.json'}"
     assert f"PYTHONPATH={Path(paths['event_relay_prefix']) / 'lib'}" in environment
     assert service["Restart"] == "always" and service["User"] == getpass.getuser()
+    assert service["RestartPreventExitStatus"] == "2", "a configuration error is said once, not in a restart loop"
     assert service["ProtectSystem"] == "strict" and service["ProtectHome"] == "read-only", "the cycle state is readable"
     assert str(state_dir) in service["ReadWritePaths"].split(), "the state and history directory is writable"
     assert service["CapabilityBoundingSet"] == "CAP_DAC_READ_SEARCH" and service["NoNewPrivileges"] == "yes"

@@ -5,8 +5,10 @@ parse_push the Event-Driven Ansible source uses. Clocks are compressed: notices 
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -14,7 +16,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import jsonschema
 import pytest
@@ -86,11 +88,11 @@ class RelayBench:
             "heartbeat_seconds": 1.0, "history_path": str(self.history)}, **settings)))
         self.process: Optional[subprocess.Popen] = None
 
-    def start(self) -> None:
+    def start(self, preexec: Optional[Callable[[], None]] = None) -> None:
         env = dict(os.environ, PYTHONPATH=COLLECTIONS_PATH)
         self.process = subprocess.Popen(
             [PLAIN_PYTHON, "-m", "ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay_program",
-             str(self.config)], env=env, stderr=subprocess.PIPE, text=True)
+             str(self.config)], env=env, stderr=subprocess.PIPE, text=True, preexec_fn=preexec)
 
     def stop(self, how: int = signal.SIGTERM) -> str:
         assert self.process is not None
@@ -317,3 +319,102 @@ def test_the_relay_matches_events_by_resource_name_as_the_modules_do(tmp_path: P
         stderr = relay.stop()
         receiver.close()
     assert change["quiet"] is False and change["vm"] == listed_as, "the event lists this VM: " + stderr
+
+
+@pytest.mark.parametrize("setting, value, fragment", [
+    ("poll_interval", "1", "sets poll_interval to '1', which is not a number"),
+    ("spool_max_entries", True, "sets spool_max_entries to True, which is not a whole number"),
+    ("history_path", 7, "sets history_path to 7, which is not a string"),
+    ("controller_url", "htp://controller:5081/push", "controller_url 'htp://controller:5081/push' is not an http"),
+    ("controller_url", "http://controller:port/push", "is not an http:// or https:// URL with a host"),
+    ("imds_url", "http://", "imds_url 'http://' is not an http"),
+    ("api_version", "2020-07-1", "api_version '2020-07-1' is not a Scheduled Events api-version the modules support"),
+    ("host", None, "lacks the settings ['host']"),
+])
+def test_a_configuration_typo_is_one_sentence_and_exit_2_never_a_restart_loop(
+        tmp_path: Path, fleet: LiveFleet, setting: str, value: Any, fragment: str) -> None:
+    relay = RelayBench(tmp_path, fleet, fleet.vms[0], 1)
+    config = json.loads(relay.config.read_text())
+    if value is None:
+        del config[setting]
+    else:
+        config[setting] = value
+    relay.config.write_text(json.dumps(config))
+    relay.start()
+    assert relay.process is not None
+    _, stderr = relay.process.communicate(timeout=10)
+    assert relay.process.returncode == 2 and "Traceback" not in stderr and len(stderr.splitlines()) == 1, stderr
+    assert fragment in stderr
+
+
+def test_imds_failures_are_logged_rate_limited(tmp_path: Path, fleet: LiveFleet) -> None:
+    receiver = Receiver()
+    vm = fleet.vms[0]
+    relay = RelayBench(tmp_path, fleet, vm, receiver.port, poll_interval=0.1)
+    relay.start()
+    try:
+        wait_for(lambda: receiver.changes(), 30, "the first document")
+        fleet.fault(vm, {"kind": "status", "status": 500, "count": -1})
+        wait_for(lambda: [p for p in receiver.pushes if p.get("imds_errors", 0) >= 1], 10, "the failure pushed")
+        time.sleep(2.0)   # about 20 failed polls
+        fleet.sim.faults.clear(vm)
+        wait_for(lambda: receiver.pushes[-1].get("imds_ok") is True and receiver.pushes[-1]["imds_errors"] >= 10, 10,
+                 "IMDS answering again")
+    finally:
+        stderr = relay.stop()
+        receiver.close()
+    failing = [line for line in stderr.splitlines() if "cannot read IMDS" in line]
+    assert len(failing) == 1, "the first failure at once, then at most one line a minute: " + stderr
+    assert "500" in failing[0]
+
+
+def _full_disk(directory: Path) -> Optional[Callable[[], None]]:
+    """`directory` on a small tmpfs (root can mount one here), filled up: a real ENOSPC for every write that
+    needs space. Returns how to unmount it; None when this machine cannot mount one."""
+    directory.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", str(directory)],
+                             capture_output=True)
+    if mounted.returncode != 0:
+        return None
+    (directory / "state" / "spool").mkdir(parents=True)
+    filler = os.open(directory / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(filler, b"\0" * 512)
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(filler)
+    return lambda: subprocess.run(["umount", "-l", str(directory)], check=False)
+
+
+def test_a_full_disk_is_logged_while_the_relay_keeps_polling_and_pushing(tmp_path: Path, fleet: LiveFleet) -> None:
+    """The relay starts on a full disk (its spool, relay id, sequence and history cannot be written): it
+    says so once per kind, and polls, pushes each change and heartbeats all the same."""
+    receiver = Receiver()
+    vm = fleet.vms[0]
+    disk = tmp_path / "disk"
+    unmount = _full_disk(disk)
+    relay = RelayBench(tmp_path, fleet, vm, receiver.port, state_dir=str(disk / "state"),
+                       history_path=str(disk / "history.jsonl"))
+    # Without a mount (not root): every write to a regular file fails (EFBIG) in the relay process alone.
+    relay.start(preexec=None if unmount else lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0)))
+    try:
+        wait_for(lambda: receiver.changes(), 30, "the first document, pushed although the disk is full")
+        for n in range(3):
+            (event_id,) = fleet.inject(dict(REBOOT, key=f"r{n}", resources={"names": [vm]}))
+            wait_for(lambda: any(c["record"]["events"] and c["record"]["events"][-1]["EventId"] == event_id
+                                 for c in receiver.changes()), 10, f"change {n}")
+        last = receiver.pushes[-1]["seq"]
+        wait_for(lambda: [p for p in receiver.pushes if p["kind"] == "heartbeat" and p["seq"] > last], 10,
+                 "heartbeats go on")
+        alive = relay.process.poll() is None
+    finally:
+        stderr = relay.stop()
+        receiver.close()
+        if unmount is not None:
+            unmount()
+    assert alive and "Traceback" not in stderr, stderr
+    lines = stderr.splitlines()
+    assert len([line for line in lines if "cannot spool a push" in line]) == 1, stderr
+    assert len([line for line in lines if "cannot write the history file" in line]) == 1, stderr

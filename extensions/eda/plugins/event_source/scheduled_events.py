@@ -31,8 +31,10 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.fleet_
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import (  # noqa: E402
     MAX_PUSH_BYTES,
     SIGNATURE_HEADER,
+    LogLimiter,
     PushError,
     check_push,
+    held_back,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay_program import (  # noqa: E402
     ConfigError,
@@ -150,21 +152,25 @@ class Receiver:
         self.token = token
         self.clock = clock    # wall time: signatures
         self.ticks = ticks    # monotonic: freshness
-        self.secret = secrets.token_urlsafe(16)  # in done URLs only: a forged report just starts a run sooner
+        self.secret = secrets.token_urlsafe(16)  # in done URLs only, which no VM sees
         self.refused = 0
+        self.refusals = LogLimiter()   # one line per sender at once, then at most one a minute with a count
+
+    def _refused(self, request: web.Request, message: str) -> None:
+        self.refused += 1
+        held = self.refusals.note(request.remote, self.ticks())
+        if held is not None:
+            LOG.warning("refused a push from %s: %s%s", request.remote, message, held_back(held))
 
     async def push(self, request: web.Request) -> web.Response:
         body = await request.read()
         try:
             message = check_push(body, request.headers.get(SIGNATURE_HEADER), self.token, self.clock())
         except PushError as exc:
-            self.refused += 1
-            LOG.warning("refused a push from %s: %s", request.remote, exc)
+            self._refused(request, str(exc))
             return web.json_response({"error": str(exc)}, status=exc.status)
         if not self.view.knows(message["host"]):
-            self.refused += 1
-            LOG.warning("refused a push from %s for %s, which is not an expected host.", request.remote,
-                        message["host"])
+            self._refused(request, "%s is not an expected host." % message["host"])
             return web.json_response({"error": "%s is not an expected host." % message["host"]}, status=403)
         accepted = self.view.accept(message, self.ticks())
         return web.json_response({"accepted": accepted})
