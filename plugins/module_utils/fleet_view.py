@@ -113,7 +113,8 @@ class FleetView:
 
     def accept(self, push, now):
         # type: (Dict[str, Any], float) -> bool
-        """Take a checked push; False for a duplicate or an older one (already seen: nothing to do)."""
+        """Take a checked push; False for a duplicate (its relay id and sequence number were seen within the
+        replay window: nothing to do). Pushes are taken in the order they come, as each relay sends them."""
         host = push["host"]
         known = self.hosts.get(host)
         seen = self.seen.setdefault(host, {})
