@@ -209,10 +209,11 @@ class Relay:
 
 
 def make_relay(work: Path, fleet: LiveFleet, bench: CycleBench, vm: str, port: int) -> Relay:
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import relay_key  # staged by now
     base = work / "relays" / vm
     base.mkdir(parents=True, exist_ok=True)
     token = base / "token"
-    token.write_bytes(TOKEN)
+    token.write_bytes(relay_key(TOKEN, vm))  # the relay's own key, as the event_relay role installs it
     token.chmod(0o600)
     config = base / "relay.json"
     config.write_text(json.dumps({

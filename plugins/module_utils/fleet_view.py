@@ -5,10 +5,16 @@
 
 The Event-Driven Ansible source (extensions/eda/plugins/event_source/scheduled_events.py) keeps one
 FleetView. Each accepted push updates a host's entry; a push that shows news (another document, a VM no
-longer quiet, a host heard from again) asks for a cycle. A cycle runs on every host with work: not
-quiet, stale (no push for `stale_seconds`), or expected and never heard from: what the controller
-cannot see counts as busy. Without a list of expected hosts the view cannot know whom it has never
-heard from, so every cycle then covers the whole target.
+longer quiet, a host heard from again) asks for a cycle. A cycle runs on every host with work: owed a
+look, stale (no push for `stale_seconds`), or expected and never heard from: what the controller cannot
+see counts as busy. Without a list of expected hosts the view cannot know whom it has never heard from,
+so every cycle then covers the whole target.
+
+A push can only widen a run, never narrow it. A host is *owed a look* from the moment it is first heard
+of, and again whenever a push says it is not quiet; it stops being owed only when a cycle that covered it,
+and began after the last such push, reports that its own read found the host quiet (the done report's
+`read_quiet`, from the cycle playbook's last play). A push saying "quiet" changes nothing: a relay that
+reads another state file, or a forged push, can never take a host out of the runs.
 
 News is gathered for `gather_seconds` before it starts a cycle: the relays of one event's VMs poll once a
 second each, so a whole fault domain's news arrives spread over about a second. Starting at the first push
@@ -26,9 +32,11 @@ before NotBefore and failed prepares or recovers need a next cycle that no push 
 
 Times are a monotonic clock's seconds (a wall-clock step must not make a silent host fresh).
 
-A push never decides anything beyond which hosts a cycle looks at, and which of those it leaves alone as
-busy (a host whose own relay says it is inside a started event, or cannot read IMDS): the cycle reads
-every other VM itself, so a push can make a host count as busy, never as free.
+A push never decides anything beyond adding hosts to a cycle, and which of those it leaves alone as busy
+(a host whose own relay says it cannot read IMDS): the cycle reads every other VM itself, so a push can
+make a host count as busy, never as free. Duplicates are dropped by (relay id, sequence number) as seen
+within the signature's replay window, never by "anything not above the highest seen": a push with a huge
+sequence number cannot silence the real relay.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -38,7 +46,16 @@ __metaclass__ = type
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import CHANGE, document_key
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import (
+    CHANGE,
+    MAX_CLOCK_SKEW_SECONDS,
+    document_key,
+)
+
+# How long a (relay id, seq) is remembered: a replay must be signed within the skew of now, and the original
+# was accepted within the skew of its own signature, so twice the skew (and a margin) covers every replay.
+SEEN_SECONDS = 2 * MAX_CLOCK_SKEW_SECONDS + 60
+KEPT_RUNS = 64   # ended runs remembered for a late read_quiet report
 
 
 @dataclass
@@ -84,6 +101,10 @@ class FleetView:
     last_run_at: Optional[float] = None
     runs: int = 0
     duplicates: int = 0
+    worried_at: Dict[str, float] = field(default_factory=dict)   # last push that said the host may have work
+    read_quiet_at: Dict[str, float] = field(default_factory=dict)  # start of the last run that read it quiet
+    seen: Dict[str, Dict[Any, float]] = field(default_factory=dict)   # host -> (relay_id, seq) -> when
+    started: Dict[int, Run] = field(default_factory=dict)   # recent runs, ended or not, for read_quiet
 
     def knows(self, host):
         # type: (str) -> bool
@@ -92,13 +113,20 @@ class FleetView:
 
     def accept(self, push, now):
         # type: (Dict[str, Any], float) -> bool
-        """Take a checked push; False for a duplicate or an older one (already seen: nothing to do)."""
+        """Take a checked push; False for a duplicate (its relay id and sequence number were seen within the
+        replay window: nothing to do). Pushes are taken in the order they come, as each relay sends them."""
         host = push["host"]
         known = self.hosts.get(host)
-        if known is not None and known.relay_id == push["relay_id"] and push["seq"] <= known.seq:
+        seen = self.seen.setdefault(host, {})
+        for key in [k for k, at in seen.items() if now - at > SEEN_SECONDS]:
+            del seen[key]
+        if (push["relay_id"], push["seq"]) in seen:
             self.duplicates += 1
             return False
+        seen[(push["relay_id"], push["seq"])] = now
         quiet = push["quiet"] and push.get("imds_ok", True) is not False
+        if known is None or not quiet:
+            self.worried_at[host] = now   # first heard of, or not quiet: owed a look until a cycle reads it quiet
         away = _away(push)
         news = (known is None or (known.quiet and not quiet) or host in self.stale_noted
                 or bool(known.away and not away))   # back from its event: a cycle may do its work now
@@ -111,7 +139,7 @@ class FleetView:
             entry.document = key
         self.hosts[host] = entry
         self.stale_noted.discard(host)
-        # A host gone away (IMDS not answering, or inside a Started event) is news for no cycle: any cycle would
+        # A host gone away (IMDS not answering there) is news for no cycle: any cycle would
         # leave it alone. It still has work, so every cycle counts it busy; coming back is the news.
         if news and not entry.quiet and not entry.away:
             self._add_pending(host, now)
@@ -134,16 +162,22 @@ class FleetView:
     def leave_alone(self, hosts, now):
         # type: (List[str], float) -> List[str]
         """Hosts a cycle keeps in its play but does not contact, counting them as unread (busy): their own relay
-        says, freshly, that IMDS does not answer or that a Started event lists them (rebooting, redeploying,
-        frozen, evicted). Contacting them would only hold the whole cycle up until a timeout, while their fault
-        domain is busy either way. A push can only make a host count as busy this way, never as free."""
+        says, freshly, that IMDS does not answer there (rebooting, redeploying, evicted). Contacting them would
+        only hold the whole cycle up until a timeout, while their fault domain is busy either way. A push can
+        only make a host count as busy this way, never as free."""
         stale = set(self.stale(now))
         return sorted(h for h in hosts if h in self.hosts and self.hosts[h].away and h not in stale)
 
+    def owed(self):
+        # type: () -> Set[str]
+        """Hosts heard from that no cycle has read quiet since a push last said they might have work."""
+        return set(h for h in self.hosts   # a push in the tick a run began may be newer than its read: owed
+                   if h not in self.read_quiet_at or self.worried_at.get(h, 0.0) >= self.read_quiet_at[h])
+
     def with_work(self, now):
         # type: (float) -> List[str]
-        """Hosts a cycle must look at: not quiet, stale, or never heard from (in any run, from the start)."""
-        return sorted(set(self.stale(now)) | self.unheard() | set(h for h, v in self.hosts.items() if not v.quiet))
+        """Hosts a cycle must look at: owed a look, stale, or never heard from (in any run, from the start)."""
+        return sorted(set(self.stale(now)) | self.unheard() | self.owed())
 
     def next_run(self, now):
         # type: (float) -> Optional[Run]
@@ -167,15 +201,26 @@ class FleetView:
         hosts = sorted(work | self.pending) if self.settings.expected_hosts else []
         run = Run(self.runs, hosts, sorted(news), sorted(stale), now, self.leave_alone(hosts, now))
         self.running[run.number] = run
+        self.started[run.number] = run
+        for number in sorted(self.started)[:-KEPT_RUNS]:
+            del self.started[number]
         self.pending -= news
         for host in news:
             self.news_at.pop(host, None)
         self.last_run_at = now
         return run
 
-    def done(self, number):
-        # type: (int) -> bool
-        """The cycle `number` ended; True when it was running (news it covered may start the next)."""
+    def done(self, number, read_quiet=()):
+        # type: (int, Any) -> bool
+        """The cycle `number` ended; True when it was running (news it covered may start the next).
+        `read_quiet`: the hosts its own read found quiet. Each of them that the run covered stops being owed a
+        look, unless a push said it might have work after the run began (that push is newer than the read)."""
+        run = self.started.get(number)
+        if run is not None:
+            for host in read_quiet:
+                if host in self.hosts and (not run.hosts or host in run.hosts) \
+                        and self.read_quiet_at.get(host, run.started_at) <= run.started_at:
+                    self.read_quiet_at[host] = run.started_at
         return self.running.pop(number, None) is not None
 
     def _covered(self):
@@ -211,10 +256,12 @@ class FleetView:
 
 def _away(push):
     # type: (Dict[str, Any]) -> str
+    """Why a cycle should not contact the host: only its relay saying IMDS does not answer there. A Started
+    event listing it is no reason: a Freeze of seconds stays Started for minutes while IMDS answers, and a
+    Preempt or Terminate scheduled meanwhile must be prepared (the plan counts a Started host busy from the
+    cycle's own read)."""
     if push.get("imds_ok") is False:
         return "its relay cannot read IMDS"
-    if push.get("in_started_event") is True:
-        return "a started event lists it"
     return ""
 
 

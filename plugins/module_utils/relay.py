@@ -9,8 +9,9 @@ previous document was last seen, so that analysis bounds are one poll wide) and 
 controller; between changes, a heartbeat every few seconds says the relay is alive and whether the
 VM is quiet. On the controller, the Event-Driven Ansible source checks pushes with the same code.
 
-A push only triggers a cycle; every decision comes from the cycle's own fresh reads on the VMs. So
-the signature and the replay checks protect against wasted runs, not against unsafe approvals.
+A push only triggers a cycle; every decision comes from the cycle's own fresh reads on the VMs. Each relay
+signs with a key of its own, derived from the controller's shared secret and its host name (relay_key), and
+the controller checks a push with the key of the host it names: a VM can speak only for itself.
 
 Pure: clocks, documents and keys come in as values; I/O is the caller's.
 """
@@ -42,7 +43,7 @@ HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
 
 class PushError(ValueError):
     """A push that must not become an event; the message is one sentence naming the cause, `status` the
-    HTTP answer (401: not signed with the token, or replayed; 400: signed but malformed)."""
+    HTTP answer (401: not signed with the key of the host it names, or replayed; 400: malformed)."""
 
     def __init__(self, message, status=400):
         super(PushError, self).__init__(message)
@@ -194,6 +195,22 @@ class Tracker:
 
 # ---------------------------------------------------------------------------------------- signing
 
+KEY_CONTEXT = b"relay-key:"
+MAX_STAMP_DIGITS = 12
+
+
+def relay_key(secret, host):
+    # type: (Any, str) -> bytes
+    """The key the relay of `host` signs its pushes with: HMAC-SHA256(secret, "relay-key:" + host), in hex.
+    The controller keeps the shared secret and derives each host's key; a VM holds only its own, so that it
+    can sign pushes for itself and for no other VM. The secret is taken as the token file is read (UTF-8,
+    surrounding whitespace stripped)."""
+    if not isinstance(secret, bytes):
+        secret = str(secret).encode("utf-8")
+    digest = hmac.new(secret.strip(), KEY_CONTEXT + str(host).encode("utf-8"), hashlib.sha256).hexdigest()
+    return digest.encode("ascii")
+
+
 def sign(body, key, at):
     # type: (bytes, bytes, float) -> str
     """The signature header's value: the time and an HMAC-SHA256 of "<time>.<body>"."""
@@ -202,21 +219,57 @@ def sign(body, key, at):
     return "t=%s,v1=%s" % (stamp, digest)
 
 
-def verify(body, header, key, now, max_skew=MAX_CLOCK_SKEW_SECONDS):
-    # type: (bytes, Optional[str], bytes, float, float) -> None
-    """Raise PushError unless `header` signs `body` with `key` at a time within `max_skew` of `now`."""
+def _signature(header):
+    # type: (Optional[str]) -> Any
+    """The header's (stamp, signature as bytes); PushError (401) when it is missing or not t=<seconds>,v1=<hex>."""
     if not header:
         raise PushError("the push carries no %s header." % SIGNATURE_HEADER, 401)
     parts = dict(part.split("=", 1) for part in header.split(",") if "=" in part)
     stamp, given = parts.get("t", ""), parts.get("v1", "")
-    if not (stamp.isascii() and stamp.isdigit()) or not given:
+    if not (stamp.isascii() and stamp.isdigit() and len(stamp) <= MAX_STAMP_DIGITS) or not given:
         raise PushError("the push's %s header is not t=<seconds>,v1=<hex>." % SIGNATURE_HEADER, 401)
-    expected = hmac.new(key, stamp.encode("ascii") + b"." + body, hashlib.sha256).hexdigest()
-    if not hmac.compare_digest(expected, given):
-        raise PushError("the push's signature does not match its body (wrong token, or the body was changed).", 401)
+    # compared as bytes: a header with other than ASCII in it is a mismatch, never an error
+    return stamp, given.encode("utf-8", "replace")
+
+
+def _signs(body, stamp, given, key):
+    # type: (bytes, str, bytes, bytes) -> bool
+    expected = hmac.new(key, stamp.encode("ascii") + b"." + body, hashlib.sha256).hexdigest().encode("ascii")
+    return hmac.compare_digest(expected, given)
+
+
+def _fresh(stamp, now, max_skew):
     if abs(now - int(stamp)) > max_skew:
         raise PushError("the push was signed %d s away from now (more than %d s: a replay, or a clock that is off)."
                         % (abs(now - int(stamp)), max_skew), 401)
+
+
+def verify(body, header, key, now, max_skew=MAX_CLOCK_SKEW_SECONDS):
+    # type: (bytes, Optional[str], bytes, float, float) -> None
+    """Raise PushError unless `header` signs `body` with `key` at a time within `max_skew` of `now`."""
+    stamp, given = _signature(header)
+    if not _signs(body, stamp, given, key):
+        raise PushError("the push's signature does not match its body (wrong key, or the body was changed).", 401)
+    _fresh(stamp, now, max_skew)
+
+
+def check_push(body, header, secret, now, max_skew=MAX_CLOCK_SKEW_SECONDS):
+    # type: (bytes, Optional[str], bytes, float, float) -> Dict[str, Any]
+    """The push, checked: signed with the key of the host it names (relay_key(secret, host)), within
+    `max_skew` of `now`, and well formed. PushError in one sentence otherwise: 401 for the signature, 400
+    for a malformed body. A push signed with the shared secret itself (a relay installed before per-host
+    keys) is refused with a sentence that says so."""
+    stamp, given = _signature(header)
+    push = parse_push(body)
+    if not _signs(body, stamp, given, relay_key(secret, push["host"])):
+        if _signs(body, stamp, given, secret.strip()):
+            raise PushError("the push for %s is signed with the controller's shared secret, not with the host's own "
+                            "key: its relay was installed before per-host keys; run the event_relay role on it again."
+                            % push["host"], 401)
+        raise PushError("the push's signature does not match its body with the key of %s (a relay signing for "
+                        "another host, a wrong key, or a changed body)." % push["host"], 401)
+    _fresh(stamp, now, max_skew)
+    return push
 
 
 def parse_push(body):
@@ -242,6 +295,38 @@ def parse_push(body):
     if not isinstance(push.get("quiet"), bool):
         raise PushError("the push does not say whether the VM is quiet.")
     return push
+
+
+# ---------------------------------------------------------------------------------------- logging
+
+class LogLimiter:
+    """Log lines of one kind (IMDS failing, a refused push from one sender, a full disk) rate-limited: the first
+    at once, then at most one a `period`, saying how many were held back, so that a failure that lasts days
+    neither floods the journal nor goes unsaid. Times are the caller's clock's seconds."""
+
+    def __init__(self, period=60.0):
+        # type: (float) -> None
+        self.period = period
+        self.kinds = {}   # type: Dict[Any, List[float]]   # kind -> [last line at, held back since]
+
+    def note(self, kind, now):
+        # type: (Any, float) -> Optional[int]
+        """None: hold this one back; otherwise log it, with the returned number held back since the last line."""
+        for old in [k for k, (at, held) in self.kinds.items() if not held and now - at >= self.period]:
+            del self.kinds[old]   # bounded: kinds quiet for a period are forgotten
+        entry = self.kinds.get(kind)
+        if entry is None or not 0 <= now - entry[0] < self.period:
+            held = int(entry[1]) if entry else 0
+            self.kinds[kind] = [now, 0]
+            return held
+        entry[1] += 1
+        return None
+
+
+def held_back(count):
+    # type: (int) -> str
+    """The suffix of a rate-limited line."""
+    return "" if not count else " (%d more like it since the last line)" % count
 
 
 # ---------------------------------------------------------------------------------------- the spool

@@ -27,9 +27,10 @@ import ssl
 import sys
 import threading
 import time
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from typing import Any, Dict, List, Optional
 from urllib.error import HTTPError
+from urllib.parse import urlsplit
 from urllib.request import ProxyHandler, Request, build_opener, HTTPSHandler
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import load_state
@@ -37,7 +38,10 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.events
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.history_records import record_line, vm_of
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.imds import ImdsClient, ImdsError
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_file import replace_file
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import read_document
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import (
+    SUPPORTED_API_VERSIONS,
+    read_document,
+)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.prometheus_text import render
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay_metrics import (
     RelayCounters,
@@ -45,8 +49,10 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay_
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import (
     SIGNATURE_HEADER,
+    LogLimiter,
     RelaySettings,
     Tracker,
+    held_back,
     sign,
     spool_overflow,
 )
@@ -67,6 +73,7 @@ class RelayConfig:
     poll_interval: float = 1.0
     heartbeat_seconds: float = 30.0
     cycle_state_path: str = ""            # the maintenance cycle's state file on this VM ("" none)
+    resource_name: str = ""               # this VM's name in Resources, as the modules' resource_name ("" compute's)
     history_path: str = ""                # change-only history ("" none)
     history_max_bytes: int = 64 * 1024 * 1024
     spool_max_entries: int = 10000
@@ -88,16 +95,30 @@ class RelayConfig:
         unknown = sorted(set(data) - known) if isinstance(data, dict) else []
         if not isinstance(data, dict) or unknown:
             raise ConfigError("the relay configuration %s has unknown settings %s." % (path, unknown))
-        try:
-            config = cls(**data)
-        except TypeError as exc:
-            raise ConfigError("the relay configuration %s lacks a setting (%s)." % (path, exc))
+        missing = sorted(f.name for f in fields(cls) if f.default is MISSING and f.name not in data)
+        if missing:
+            raise ConfigError("the relay configuration %s lacks the settings %s." % (path, missing))
+        for setting in fields(cls):
+            if setting.name in data and not _is_a(data[setting.name], setting.type):
+                raise ConfigError("the relay configuration %s sets %s to %r, which is not %s."
+                                  % (path, setting.name, data[setting.name], _KINDS[setting.type]))
+        config = cls(**data)
         config.check()
         return config
 
     def check(self):
-        if not self.controller_url.startswith(("http://", "https://")):
-            raise ConfigError("controller_url %r is not an http:// or https:// URL." % self.controller_url)
+        for name in ("controller_url", "imds_url"):
+            url = getattr(self, name)
+            try:
+                parts = urlsplit(url)
+                good = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 1) > 0
+            except ValueError:   # a port that is not a number, a bad IPv6 literal
+                good = False
+            if not good:
+                raise ConfigError("%s %r is not an http:// or https:// URL with a host." % (name, url))
+        if self.api_version not in SUPPORTED_API_VERSIONS:
+            raise ConfigError("api_version %r is not a Scheduled Events api-version the modules support (%s)."
+                              % (self.api_version, ", ".join(SUPPORTED_API_VERSIONS)))
         if self.poll_interval <= 0 or self.heartbeat_seconds <= 0 or self.push_timeout <= 0 \
                 or self.metrics_seconds <= 0:
             raise ConfigError("poll_interval, heartbeat_seconds, push_timeout and metrics_seconds must be positive.")
@@ -106,6 +127,22 @@ class RelayConfig:
                               "those)." % self.metrics_path)
         if self.spool_max_entries < 1:
             raise ConfigError("spool_max_entries must be at least 1.")
+        if self.cycle_state_path and not os.path.isabs(self.cycle_state_path):
+            raise ConfigError("cycle_state_path %r is not an absolute path: the relay must watch the very file the "
+                              "cycle writes, which the event_relay role resolves on the VM as the cycle's modules do."
+                              % self.cycle_state_path)
+
+
+_KINDS = {str: "a string", float: "a number", int: "a whole number"}
+
+
+def _is_a(value, kind):
+    """Whether a JSON value has a setting's type (a bool is no number; an int is a float's number)."""
+    if isinstance(value, bool):
+        return False
+    if kind is float:
+        return isinstance(value, (int, float))
+    return isinstance(value, kind)
 
 
 def read_token(path):
@@ -150,7 +187,10 @@ class Spool:
         value = None if fresh else (_read(path) or "").strip()
         if not value:
             value = secrets.token_hex(8)
-            replace_file(path, value)
+            try:
+                replace_file(path, value)
+            except OSError as exc:   # a full disk: this id lives in memory; a restart takes another
+                log("cannot save the relay id in %s (%s); the relay goes on with it in memory." % (path, exc))
         return value
 
     def _saved_seq(self):
@@ -171,8 +211,19 @@ class Spool:
         Callers hold `lock`."""
         seq = self.next_seq
         self.next_seq += 1
-        replace_file(self._seq_path, str(seq))
+        try:
+            replace_file(self._seq_path, str(seq))
+        except OSError:
+            # A full disk: the number lives in memory. The saved one is now behind it, so the saved relay id goes
+            # (removing needs no space): a restart takes a fresh id and never reuses a number under the old one.
+            self.seq_unsaved = True
+            try:
+                os.unlink(os.path.join(os.path.dirname(self._seq_path), "relay_id"))
+            except OSError:
+                pass
         return dict(push, relay_id=self.relay_id, seq=seq)
+
+    seq_unsaved = False
 
     def add(self, push):
         # type: (Dict[str, Any]) -> None
@@ -219,9 +270,11 @@ def _read(path):
 class History:
     """The VM's own change-only history: one JSON line per change, rotated once at a size bound."""
 
-    def __init__(self, path, max_bytes):
+    def __init__(self, path, max_bytes, clock=time.time):
         self.path = path
         self.max_bytes = max_bytes
+        self.clock = clock
+        self.logs = LogLimiter()
 
     def _ends_a_line(self):
         with open(self.path, "rb") as stream:
@@ -241,7 +294,9 @@ class History:
             with open(self.path, "ab") as stream:
                 stream.write(line)
         except OSError as exc:
-            log("cannot write the history file %s (%s); the relay goes on." % (self.path, exc))
+            held = self.logs.note("history", self.clock())
+            if held is not None:
+                log("cannot write the history file %s (%s); the relay goes on%s." % (self.path, exc, held_back(held)))
 
 
 def log(message):
@@ -340,7 +395,7 @@ def has_saved_work(path):
     if not path:
         return False
     try:
-        with open(os.path.expanduser(path)) as stream:
+        with open(path) as stream:   # absolute (RelayConfig.check): as the cycle's modules resolved it
             text = stream.read()
     except FileNotFoundError:
         return False
@@ -385,7 +440,8 @@ class Relay:
         self.tracker = Tracker(RelaySettings(host=config.host, heartbeat_seconds=config.heartbeat_seconds,
                                              poll_interval=config.poll_interval))
         self.spool = Spool(config.state_dir, config.spool_max_entries)
-        self.history = History(config.history_path, config.history_max_bytes)
+        self.history = History(config.history_path, config.history_max_bytes, clock)
+        self.logs = LogLimiter()
         self.sender = Sender(config, self.spool, token, self.stop, self.counters.pushes)
 
     def identify(self):
@@ -394,6 +450,8 @@ class Relay:
             try:
                 facts = compute_facts(self.client.get_compute())
                 self.tracker.vm = vm_of(self.config.host, facts)
+                if self.config.resource_name:   # as the modules' this_vm: resource_name before compute's name
+                    self.tracker.vm["name"] = self.config.resource_name
                 return
             except (ImdsError, DocumentError) as exc:
                 log("cannot read this VM's compute metadata yet (%s)." % exc)
@@ -406,11 +464,22 @@ class Relay:
             parsed = read_document(self.client)
         except (ImdsError, DocumentError) as exc:
             step = self.tracker.failed(now, str(exc), work)
+            held = self.logs.note("imds", now)
+            if held is not None:
+                log("cannot read IMDS (%s); the relay goes on polling and tells the controller%s."
+                    % (exc, held_back(held)))
         else:
             step = self.tracker.polled(now, None if parsed is None else parsed["raw"], work)
         if step.record is not None:
             self.sender.heartbeat = None      # older than this change: never sent after it
-            self.spool.add(step.push)         # spooled first: a kill after this loses nothing
+            try:
+                self.spool.add(step.push)     # spooled first: a kill after this loses nothing
+            except OSError as exc:            # a full disk: sent all the same, without the spool's keeping
+                held = self.logs.note("spool", now)
+                if held is not None:
+                    log("cannot spool a push in %s (%s); it is sent without being kept, and the relay goes on "
+                        "polling%s." % (self.spool.directory, exc, held_back(held)))
+                self.sender.offer_heartbeat(step.push)
             self.sender.wake.set()
             self.history.append(step.record)
         elif step.push is not None:

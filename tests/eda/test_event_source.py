@@ -17,13 +17,13 @@ from typing import List, Any, Dict, Optional, Tuple
 
 import pytest
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import SIGNATURE_HEADER, sign
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import SIGNATURE_HEADER, relay_key, sign
 from tests.conftest import COLLECTIONS_PATH
 from tests.eda.rulebook_setup import free_port
 
 SOURCE = Path(COLLECTIONS_PATH, "ansible_collections", "azure_imds", "scheduled_events", "extensions", "eda",
               "plugins", "event_source", "scheduled_events.py")
-TOKEN = b"source-test-token-0123456789"
+TOKEN = b"source-test-token-0123456789"   # the controller's shared secret
 REBOOT = {"EventId": "A1", "EventType": "Reboot", "EventStatus": "Scheduled", "Resources": ["vm0"]}
 
 
@@ -47,9 +47,10 @@ def post(url: str, body: bytes, header: Optional[str]) -> Tuple[int, Dict[str, A
         return exc.code, json.loads(exc.read())
 
 
-def signed(message: Dict[str, Any], key: bytes = TOKEN, at: Optional[float] = None) -> Tuple[bytes, str]:
+def signed(message: Dict[str, Any], key: Optional[bytes] = None, at: Optional[float] = None) -> Tuple[bytes, str]:
+    """Signed as the relay of the host it names signs (its own key), unless a key is given."""
     body = json.dumps(message).encode()
-    return body, sign(body, key, time.time() if at is None else at)
+    return body, sign(body, relay_key(TOKEN, message["host"]) if key is None else key, time.time() if at is None else at)
 
 
 def load_source() -> Any:
@@ -95,10 +96,24 @@ async def started(source: Source) -> asyncio.Task:
     raise AssertionError("the source did not listen")
 
 
+async def read_quiet_by_a_first_cycle(source: Source, hosts=("vm0", "vm1", "vm2")) -> None:
+    """What a freshly started source needs before a host counts as quiet: a cycle that covered it and whose own
+    read found it quiet (the done report's read_quiet). The relays here start as 'not quiet' (a first
+    relay id), so that a cycle runs at once."""
+    for host in hosts:
+        await source.send(push(host, 1, quiet=False, relay_id="first"))
+    first = (await source.event())["scheduled_events"]
+    assert sorted(first["hosts"]) == sorted(hosts)
+    code, answer = await asyncio.to_thread(post, first["done_url"], json.dumps({"read_quiet": list(hosts)}).encode(),
+                                           None)
+    assert code == 200 and answer == {"released": True}
+
+
 def test_a_new_event_on_two_vms_becomes_one_cycle_event_naming_both(tmp_path: Path) -> None:
     async def scenario() -> Dict[str, Any]:
         source = Source(tmp_path)
         task = await started(source)
+        await read_quiet_by_a_first_cycle(source)
         for host in ("vm0", "vm1", "vm2"):
             assert (await source.send(push(host, 1, quiet=True)))[0] == 200
         for host in ("vm0", "vm1"):
@@ -112,12 +127,16 @@ def test_a_new_event_on_two_vms_becomes_one_cycle_event_naming_both(tmp_path: Pa
     assert whole["meta"]["hosts"] == ["vm0", "vm1", "localhost"], "the playbook's limit, controller plays included"
     event = whole["scheduled_events"]
     assert event["hosts"] == ["vm0", "vm1"] and event["changed"] == ["vm0", "vm1"] and event["stale"] == []
-    assert event["done_url"].startswith("http://127.0.0.1:") and event["done_url"].endswith("/1")
+    assert event["done_url"].startswith("http://127.0.0.1:") and event["done_url"].endswith("/2")
 
 
 @pytest.mark.parametrize("case, status, fragment", [
     ("unsigned", 401, "carries no"),
     ("wrong token", 401, "does not match"),
+    ("another host's key", 401, "does not match its body with the key of vm0"),
+    ("the shared secret (a relay installed before per-host keys)", 401, "signed with the controller's shared secret"),
+    ("a signature that is not ASCII", 401, "does not match"),
+    ("a stamp of 5,000 digits", 401, "is not t=<seconds>"),
     ("replayed an hour later", 401, "signed 3600 s away"),
     ("malformed", 400, "seq is not a positive"),
 ])
@@ -131,6 +150,16 @@ def test_bad_pushes_get_a_4xx_and_never_become_events(tmp_path: Path, case: str,
             answer = await asyncio.to_thread(post, source.url + "/push", json.dumps(message).encode(), None)
         elif case == "wrong token":
             answer = await source.send(message, key=b"somebody else's token!!")
+        elif case == "another host's key":  # vm1 (its own key, or root on it) speaking for vm0
+            answer = await source.send(message, key=relay_key(TOKEN, "vm1"))
+        elif case.startswith("the shared secret"):
+            answer = await source.send(message, key=TOKEN)
+        elif case == "a signature that is not ASCII":
+            header = "t=%d,v1=%s" % (time.time(), "\u00e9" * 64)   # latin-1 on the wire, as http.client sends it
+            answer = await asyncio.to_thread(post, source.url + "/push", json.dumps(message).encode(), header)
+        elif case == "a stamp of 5,000 digits":
+            answer = await asyncio.to_thread(post, source.url + "/push", json.dumps(message).encode(),
+                                             "t=%s,v1=ab" % ("9" * 5000))
         elif case == "replayed an hour later":
             answer = await source.send(message, at=time.time() - 3600)
         else:
@@ -149,6 +178,7 @@ def test_news_a_running_cycle_covers_waits_for_its_done_report_and_news_elsewher
     async def scenario() -> Tuple[List[Dict[str, Any]], List[bool]]:
         source = Source(tmp_path)
         task = await started(source)
+        await read_quiet_by_a_first_cycle(source)
         for host in ("vm1", "vm2"):
             await source.send(push(host, 1, quiet=True))
         await source.send(push("vm0", 1, quiet=False, events=[REBOOT]))
@@ -228,6 +258,7 @@ def test_a_restarted_source_rebuilds_its_view_from_the_next_pushes_and_a_silent_
         await asyncio.sleep(0.3)
         quiet_meanwhile = source.queue.empty()
         stale = (await source.event())["scheduled_events"]
+        await asyncio.to_thread(post, stale["done_url"], b'{"read_quiet": ["vm0", "vm1"]}', None)
         await source.send(push("vm1", 3, quiet=False, events=[dict(REBOOT, Resources=["vm1"])]))
         news = (await source.event())["scheduled_events"]
         task.cancel()
@@ -235,5 +266,58 @@ def test_a_restarted_source_rebuilds_its_view_from_the_next_pushes_and_a_silent_
 
     quiet_meanwhile, stale, news = asyncio.run(scenario())
     assert quiet_meanwhile, "quiet hosts heard again start nothing"
-    assert stale["stale"] == ["vm2"] and stale["hosts"] == ["vm2"], "never heard since the restart: busy"
+    assert stale["stale"] == ["vm2"], "never heard since the restart: busy"
+    assert stale["hosts"] == ["vm0", "vm1", "vm2"], "and no cycle has read the others quiet since the restart"
     assert news["changed"] == ["vm1"] and "vm2" in news["hosts"], "it stays in every cycle until it is heard"
+
+
+def test_a_done_report_with_a_secret_that_is_not_ascii_is_an_unknown_run_not_a_server_error(tmp_path: Path) -> None:
+    async def scenario() -> Tuple[int, Dict[str, Any]]:
+        source = Source(tmp_path)
+        task = await started(source)
+        answer = await asyncio.to_thread(post, source.url + "/done/%C3%A9t%C3%A9/1", b"", None)
+        task.cancel()
+        return answer
+
+    assert asyncio.run(scenario()) == (404, {"error": "unknown run"})
+
+
+def test_a_quiet_push_never_takes_a_host_out_of_the_runs_only_a_cycles_own_read_does(tmp_path: Path) -> None:
+    """A forged push for vm0 (signed with vm0's own key: the worst case) says quiet with a huge sequence number:
+    vm0 stays in every run until a cycle reads it quiet, and the real relay's next push is still taken."""
+    async def scenario() -> Tuple[List[Dict[str, Any]], Tuple[int, Dict[str, Any]]]:
+        source = Source(tmp_path)
+        task = await started(source)
+        await read_quiet_by_a_first_cycle(source)
+        await source.send(push("vm0", 2, quiet=False, events=[REBOOT]))
+        runs = [(await source.event())["scheduled_events"]]
+        await source.send(push("vm0", 10 ** 15, quiet=True))          # the forgery
+        await asyncio.to_thread(post, runs[0]["done_url"], b'{"read_quiet": []}', None)   # vm0 read with work
+        await source.send(push("vm0", 3, quiet=False, events=[dict(REBOOT, EventId="B")]))  # the real relay
+        runs.append((await source.event())["scheduled_events"])
+        await asyncio.to_thread(post, runs[1]["done_url"], b'{"read_quiet": ["vm0"]}', None)
+        await source.send(push("vm1", 2, quiet=False, events=[dict(REBOOT, Resources=["vm1"])]))
+        runs.append((await source.event())["scheduled_events"])
+        bad = await asyncio.to_thread(post, runs[2]["done_url"], b'{"read_quiet": "vm1"}', None)
+        task.cancel()
+        return runs, bad
+
+    (first, second, third), (code, body) = asyncio.run(scenario())
+    assert first["hosts"] == ["vm0"]
+    assert second["changed"] == ["vm0"], "the real relay's push after the forged huge sequence number is news"
+    assert third["hosts"] == ["vm1"], "vm0 left the runs once a cycle's own read found it quiet"
+    assert code == 400 and "read_quiet is not a list" in body["error"]
+
+
+def test_refused_pushes_are_logged_rate_limited(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> List[int]:
+        source = Source(tmp_path)
+        task = await started(source)
+        codes = [(await source.send(push("vm0", seq, quiet=True), key=b"a key that is nobody's"))[0]
+                 for seq in range(1, 21)]
+        task.cancel()
+        return codes
+
+    assert asyncio.run(scenario()) == [401] * 20, "each one refused"
+    lines = [r.getMessage() for r in caplog.records if "refused a push" in r.getMessage()]
+    assert len(lines) == 1 and "does not match" in lines[0], "one line at once, then at most one a minute"

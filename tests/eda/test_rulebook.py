@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, List
 
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import SIGNATURE_HEADER, sign
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import SIGNATURE_HEADER, relay_key, sign
 from imds_simulator.fleet import FleetSpec
 from tests.eda.rulebook_setup import RulebookSetup, listening
 from tests.integration.runner import CycleBench
@@ -29,13 +29,14 @@ CYCLE_PLAY = "PLAY [Azure Scheduled Events maintenance cycle]"
 
 
 def forged_push(port: int, host: str, event: dict) -> int:
-    """A push signed with the real token (the worst case: a stolen token) claiming an event IMDS never served."""
+    """A push signed with the host's real key (the worst case: a key stolen from that VM) claiming an event IMDS
+    never served."""
     import urllib.request
     body = json.dumps({"version": 1, "kind": "change", "host": host, "relay_id": "forger", "seq": 1, "quiet": False,
                        "document_available": True,
                        "record": {"document_incarnation": 99, "events": [event]}}).encode()
     request = urllib.request.Request(f"http://127.0.0.1:{port}/push", data=body, method="POST", headers={
-        "Content-Type": "application/json", SIGNATURE_HEADER: sign(body, TOKEN, time.time())})
+        "Content-Type": "application/json", SIGNATURE_HEADER: sign(body, relay_key(TOKEN, host), time.time())})
     with urllib.request.urlopen(request, timeout=5) as answer:
         return answer.status
 
@@ -58,7 +59,7 @@ def test_relays_and_the_rulebook_prepare_approve_and_recover_and_a_forged_push_a
         wait_for(lambda: listening(port) or rulebook.poll() is not None, 120, "the source to listen")
         assert rulebook.poll() is None, output()[-3000:]
         for vm in fleet.vms:
-            relay = RelayBench(tmp_path, fleet, vm, port, token=TOKEN, heartbeat_seconds=2.0, poll_interval=0.5,
+            relay = RelayBench(tmp_path, fleet, vm, port, token=relay_key(TOKEN, vm), heartbeat_seconds=2.0, poll_interval=0.5,
                                cycle_state_path=str(bench.state_path(vm)))
             relay.start()
             relays.append(relay)

@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 import yaml
 
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import relay_key
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay_program import RelayConfig
 from imds_simulator.fleet import FleetSpec
 from tests.conftest import COLLECTIONS_PATH
@@ -38,6 +39,8 @@ BIN = Path(sys.executable).parent
 FQCN = "azure_imds.scheduled_events.event_relay"
 # What a VM has before the role runs (the unit directory above all); absent leaves exactly this.
 VM_DIRS = ("etc/systemd/system", "opt", "var/lib")
+# sudo to root, as far as where a module expands ~ goes (no root here): HOME becomes the become user's
+BECOME_DOUBLE = REPO / "tests" / "doubles" / "become_plugins"
 
 
 def relay_imports() -> Set[str]:
@@ -148,7 +151,8 @@ class RoleBench:
         playbook.write_text(yaml.safe_dump([dict(play, gather_facts=False, roles=[{"role": FQCN}]) for play in plays],
                                            sort_keys=False))
         env = dict(os.environ, HOME=str(self.home), ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="0",
-                   ANSIBLE_CONNECTION_PLUGINS=str(WINDOWS_DOUBLE), ANSIBLE_LOCAL_TEMP=str(self.tmp / "ansible-tmp"))
+                   ANSIBLE_CONNECTION_PLUGINS=str(WINDOWS_DOUBLE), ANSIBLE_BECOME_PLUGINS=str(BECOME_DOUBLE),
+                   ANSIBLE_LOCAL_TEMP=str(self.tmp / "ansible-tmp"))
         run = subprocess.run([str(BIN / "ansible-playbook"), str(playbook), "-i", str(self.inventory), "--diff"],
                              capture_output=True, text=True, env=env, cwd=self.tmp, timeout=300)
         assert TOKEN.decode() not in run.stdout + run.stderr, "the token is never shown"
@@ -193,7 +197,10 @@ def _install(bench: RoleBench) -> None:
         assert init.read_text() == "" and _mode(init) == 0o644, "each level a regular package"
     assert all(_mode(p) == 0o644 for p in code.values()) and _mode(package) == 0o755
     assert _mode(state_dir) == 0o700 and _mode(config_dir / "relay.json") == 0o600
-    assert _mode(config_dir / "token") == 0o600 and (config_dir / "token").read_bytes() == TOKEN + b"\n"
+    assert _mode(config_dir / "token") == 0o600
+    assert (config_dir / "token").read_bytes() == relay_key(TOKEN, bench.vm) + b"\n", "the VM's own key"
+    assert not [p for p in bench.root.rglob("*") if p.is_file() and TOKEN in p.read_bytes()], \
+        "the controller's secret reaches no file of the VM: it cannot sign for another VM"
 
     config = RelayConfig.from_file(str(config_dir / "relay.json"))  # the relay's own reading of it
     assert config.host == bench.vm and config.imds_url == bench.imds_url, "maintenance_cycle_imds_url when set"
@@ -211,6 +218,7 @@ def _install(bench: RoleBench) -> None:
     assert service["ExecStart"] == f"{PLAIN_PYTHON} -m {PACKAGE}.relay_program {config_dir / 'relay.json'}"
     assert f"PYTHONPATH={Path(paths['event_relay_prefix']) / 'lib'}" in environment
     assert service["Restart"] == "always" and service["User"] == getpass.getuser()
+    assert service["RestartPreventExitStatus"] == "2", "a configuration error is said once, not in a restart loop"
     assert service["ProtectSystem"] == "strict" and service["ProtectHome"] == "read-only", "the cycle state is readable"
     assert str(state_dir) in service["ReadWritePaths"].split(), "the state and history directory is writable"
     assert service["CapabilityBoundingSet"] == "CAP_DAC_READ_SEARCH" and service["NoNewPrivileges"] == "yes"
@@ -264,3 +272,36 @@ def _modes(found: Dict[str, Tuple[int, int, int]]) -> Dict[str, int]:
 
 def _mode(path: Path) -> int:
     return path.stat().st_mode & 0o777
+
+
+def test_the_relay_watches_the_state_file_the_cycle_writes_when_the_cycle_runs_with_become(tmp_path: Path) -> None:
+    """The cycle runs with become (an AWX template's privilege escalation): its modules expand ~ in the state
+    path as root. The role resolves the path with a module of the collection under the same become settings,
+    and the result is exactly where the cycle's own module (scheduled_events_info, as the claim) says."""
+    fleet = LiveFleet(None, time_scale=60.0, fleet=FleetSpec(vms=1))
+    try:
+        bench = RoleBench(tmp_path, fleet, "http://127.0.0.1:9/push")
+        root_home = tmp_path / "root-home"
+        root_home.mkdir()
+        become = {"event_relay_cycle_become": True, "event_relay_cycle_become_method": "home_double",
+                  "ansible_become_home_double_home": str(root_home)}
+        run, recap = bench.run("install", [{"name": "Install", "hosts": bench.vm, "vars": become}])
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+        cycle = tmp_path / "cycle.yml"   # where the cycle's module, run with become, puts the state file
+        cycle.write_text(yaml.safe_dump([{"hosts": bench.vm, "gather_facts": False, "become": True,
+                                          "become_method": "home_double", "vars": become, "tasks": [
+            {"azure_imds.scheduled_events.scheduled_events_info": {
+                "state_path": "~/.ansible/azure_imds_scheduled_events/state.json", "include_instance": False,
+                "imds_url": bench.imds_url}, "register": "read"},
+            {"ansible.builtin.debug": {"msg": "CYCLE-STATE-PATH={{ read.state_path }}"}}]}]))
+        env = dict(os.environ, HOME=str(bench.home), ANSIBLE_BECOME_PLUGINS=str(BECOME_DOUBLE), ANSIBLE_NOCOLOR="1",
+                   ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"))
+        read = subprocess.run([str(BIN / "ansible-playbook"), str(cycle), "-i", str(bench.inventory)], env=env,
+                              capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    finally:
+        fleet.close()
+    (cycle_path,) = [line.split("CYCLE-STATE-PATH=")[1].split('"')[0] for line in read.stdout.splitlines()
+                     if "CYCLE-STATE-PATH=" in line]
+    config = RelayConfig.from_file(str(Path(RoleBench.paths(bench.root)["event_relay_config_dir"]) / "relay.json"))
+    assert cycle_path == str(root_home / ".ansible" / "azure_imds_scheduled_events" / "state.json")
+    assert config.cycle_state_path == cycle_path, "the relay watches the very file the cycle writes"

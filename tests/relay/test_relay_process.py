@@ -5,8 +5,10 @@ parse_push the Event-Driven Ansible source uses. Clocks are compressed: notices 
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -14,16 +16,16 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import jsonschema
 import pytest
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import (
-    SIGNATURE_HEADER,
     PushError,
-    parse_push,
-    verify,
+    SIGNATURE_HEADER,
+    check_push,
+    relay_key,
 )
 from imds_simulator.fleet import FleetSpec
 from tests.conftest import COLLECTIONS_PATH
@@ -31,13 +33,14 @@ from tests.eda.rulebook_setup import free_port
 from tests.live_fleet import LiveFleet
 from tests.timing import epoch, wait_for
 
-TOKEN = b"relay-test-token-0123456789"
+TOKEN = b"relay-test-token-0123456789"   # the controller's shared secret; each relay signs with its own key
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "observation.schema.json").read_text())
 PLAIN_PYTHON = getattr(sys, "_base_executable", sys.executable)  # no Ansible installed there
 
 
 class Receiver:
-    """A controller stand-in: verifies, records and answers each push (401 for a bad signature)."""
+    """A controller stand-in: checks each push as the event source does (with the key of the host it names),
+    records it and answers (401 for a bad signature)."""
 
     def __init__(self, port: int = 0, token: bytes = TOKEN):
         self.pushes: List[Dict[str, Any]] = []
@@ -48,8 +51,7 @@ class Receiver:
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 try:
-                    verify(body, self.headers.get(SIGNATURE_HEADER), token, time.time())
-                    receiver.pushes.append(parse_push(body))
+                    receiver.pushes.append(check_push(body, self.headers.get(SIGNATURE_HEADER), token, time.time()))
                     self.send_response(204)
                 except PushError as exc:
                     receiver.refused.append(str(exc))
@@ -76,7 +78,7 @@ class RelayBench:
         self.dir = tmp_path / vm
         self.dir.mkdir(exist_ok=True)
         token = self.dir / "token"
-        token.write_bytes(settings.pop("token", TOKEN))
+        token.write_bytes(settings.pop("token", relay_key(TOKEN, vm)))  # its own key, as the role installs it
         token.chmod(0o600)
         self.history = self.dir / "history.jsonl"
         self.config = self.dir / "relay.json"
@@ -86,11 +88,11 @@ class RelayBench:
             "heartbeat_seconds": 1.0, "history_path": str(self.history)}, **settings)))
         self.process: Optional[subprocess.Popen] = None
 
-    def start(self) -> None:
+    def start(self, preexec: Optional[Callable[[], None]] = None) -> None:
         env = dict(os.environ, PYTHONPATH=COLLECTIONS_PATH)
         self.process = subprocess.Popen(
             [PLAIN_PYTHON, "-m", "ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay_program",
-             str(self.config)], env=env, stderr=subprocess.PIPE, text=True)
+             str(self.config)], env=env, stderr=subprocess.PIPE, text=True, preexec_fn=preexec)
 
     def stop(self, how: int = signal.SIGTERM) -> str:
         assert self.process is not None
@@ -243,6 +245,16 @@ def test_a_wrong_token_is_refused_and_nothing_is_lost(tmp_path: Path, fleet: Liv
     assert list((relay.dir / "state" / "spool").glob("*.json")), "the change stays in the spool"
 
 
+def test_a_state_path_that_is_not_absolute_is_refused_in_one_sentence(tmp_path: Path, fleet: LiveFleet) -> None:
+    """~ is whoever runs the relay's home, not necessarily the cycle's: never guessed, never silent."""
+    relay = RelayBench(tmp_path, fleet, fleet.vms[0], 1, cycle_state_path="~/.ansible/state.json")
+    relay.start()
+    assert relay.process is not None
+    _, stderr = relay.process.communicate(timeout=10)
+    assert relay.process.returncode == 2 and "Traceback" not in stderr
+    assert "cycle_state_path '~/.ansible/state.json' is not an absolute path" in stderr
+
+
 def test_bad_configuration_is_one_sentence_and_exit_2(tmp_path: Path, fleet: LiveFleet) -> None:
     relay = RelayBench(tmp_path, fleet, fleet.vms[0], 1)
     (relay.dir / "token").chmod(0o644)
@@ -290,3 +302,119 @@ def test_the_metrics_textfile_follows_the_event_the_polls_and_the_controller(tmp
     assert time.time() - drained["azure_scheduled_events_last_successful_poll_timestamp_seconds"] < 30
     assert oct(textfile.stat().st_mode & 0o777) == "0o644", "node_exporter, another user, must read it"
     assert [p.name for p in textfile.parent.iterdir()] == [textfile.name], "no temporary file left"
+
+
+def test_the_relay_matches_events_by_resource_name_as_the_modules_do(tmp_path: Path, fleet: LiveFleet) -> None:
+    """A VM whose name in Resources differs from its compute name (maintenance_cycle_resource_name): here the
+    simulator's vms[0] is listed as vms[1]; an event listing only that name is this VM's."""
+    receiver = Receiver()
+    vm, listed_as = fleet.vms
+    relay = RelayBench(tmp_path, fleet, vm, receiver.port, resource_name=listed_as)
+    relay.start()
+    try:
+        wait_for(lambda: receiver.changes(), 30, "the first document")
+        fleet.inject(dict(REBOOT, resources={"names": [listed_as]}))
+        change = wait_for(lambda: [c for c in receiver.changes() if c["record"]["events"]], 10, "the change")[0]
+    finally:
+        stderr = relay.stop()
+        receiver.close()
+    assert change["quiet"] is False and change["vm"] == listed_as, "the event lists this VM: " + stderr
+
+
+@pytest.mark.parametrize("setting, value, fragment", [
+    ("poll_interval", "1", "sets poll_interval to '1', which is not a number"),
+    ("spool_max_entries", True, "sets spool_max_entries to True, which is not a whole number"),
+    ("history_path", 7, "sets history_path to 7, which is not a string"),
+    ("controller_url", "htp://controller:5081/push", "controller_url 'htp://controller:5081/push' is not an http"),
+    ("controller_url", "http://controller:port/push", "is not an http:// or https:// URL with a host"),
+    ("imds_url", "http://", "imds_url 'http://' is not an http"),
+    ("api_version", "2020-07-1", "api_version '2020-07-1' is not a Scheduled Events api-version the modules support"),
+    ("host", None, "lacks the settings ['host']"),
+])
+def test_a_configuration_typo_is_one_sentence_and_exit_2_never_a_restart_loop(
+        tmp_path: Path, fleet: LiveFleet, setting: str, value: Any, fragment: str) -> None:
+    relay = RelayBench(tmp_path, fleet, fleet.vms[0], 1)
+    config = json.loads(relay.config.read_text())
+    if value is None:
+        del config[setting]
+    else:
+        config[setting] = value
+    relay.config.write_text(json.dumps(config))
+    relay.start()
+    assert relay.process is not None
+    _, stderr = relay.process.communicate(timeout=10)
+    assert relay.process.returncode == 2 and "Traceback" not in stderr and len(stderr.splitlines()) == 1, stderr
+    assert fragment in stderr
+
+
+def test_imds_failures_are_logged_rate_limited(tmp_path: Path, fleet: LiveFleet) -> None:
+    receiver = Receiver()
+    vm = fleet.vms[0]
+    relay = RelayBench(tmp_path, fleet, vm, receiver.port, poll_interval=0.1)
+    relay.start()
+    try:
+        wait_for(lambda: receiver.changes(), 30, "the first document")
+        fleet.fault(vm, {"kind": "status", "status": 500, "count": -1})
+        wait_for(lambda: [p for p in receiver.pushes if p.get("imds_errors", 0) >= 1], 10, "the failure pushed")
+        time.sleep(2.0)   # about 20 failed polls
+        fleet.sim.faults.clear(vm)
+        wait_for(lambda: receiver.pushes[-1].get("imds_ok") is True and receiver.pushes[-1]["imds_errors"] >= 10, 10,
+                 "IMDS answering again")
+    finally:
+        stderr = relay.stop()
+        receiver.close()
+    failing = [line for line in stderr.splitlines() if "cannot read IMDS" in line]
+    assert len(failing) == 1, "the first failure at once, then at most one line a minute: " + stderr
+    assert "500" in failing[0]
+
+
+def _full_disk(directory: Path) -> Optional[Callable[[], None]]:
+    """`directory` on a small tmpfs (root can mount one here), filled up: a real ENOSPC for every write that
+    needs space. Returns how to unmount it; None when this machine cannot mount one."""
+    directory.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", str(directory)],
+                             capture_output=True)
+    if mounted.returncode != 0:
+        return None
+    (directory / "state" / "spool").mkdir(parents=True)
+    filler = os.open(directory / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(filler, b"\0" * 512)
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(filler)
+    return lambda: subprocess.run(["umount", "-l", str(directory)], check=False)
+
+
+def test_a_full_disk_is_logged_while_the_relay_keeps_polling_and_pushing(tmp_path: Path, fleet: LiveFleet) -> None:
+    """The relay starts on a full disk (its spool, relay id, sequence and history cannot be written): it
+    says so once per kind, and polls, pushes each change and heartbeats all the same."""
+    receiver = Receiver()
+    vm = fleet.vms[0]
+    disk = tmp_path / "disk"
+    unmount = _full_disk(disk)
+    relay = RelayBench(tmp_path, fleet, vm, receiver.port, state_dir=str(disk / "state"),
+                       history_path=str(disk / "history.jsonl"))
+    # Without a mount (not root): every write to a regular file fails (EFBIG) in the relay process alone.
+    relay.start(preexec=None if unmount else lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0)))
+    try:
+        wait_for(lambda: receiver.changes(), 30, "the first document, pushed although the disk is full")
+        for n in range(3):
+            (event_id,) = fleet.inject(dict(REBOOT, key=f"r{n}", resources={"names": [vm]}))
+            wait_for(lambda: any(c["record"]["events"] and c["record"]["events"][-1]["EventId"] == event_id
+                                 for c in receiver.changes()), 10, f"change {n}")
+        last = receiver.pushes[-1]["seq"]
+        wait_for(lambda: [p for p in receiver.pushes if p["kind"] == "heartbeat" and p["seq"] > last], 10,
+                 "heartbeats go on")
+        alive = relay.process.poll() is None
+    finally:
+        stderr = relay.stop()
+        receiver.close()
+        if unmount is not None:
+            unmount()
+    assert alive and "Traceback" not in stderr, stderr
+    lines = stderr.splitlines()
+    assert len([line for line in lines if "cannot spool a push" in line]) == 1, stderr
+    assert len([line for line in lines if "cannot write the history file" in line]) == 1, stderr

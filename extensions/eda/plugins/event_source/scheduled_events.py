@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import secrets
 import ssl
@@ -30,9 +31,10 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.fleet_
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import (  # noqa: E402
     MAX_PUSH_BYTES,
     SIGNATURE_HEADER,
+    LogLimiter,
     PushError,
-    parse_push,
-    verify,
+    check_push,
+    held_back,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay_program import (  # noqa: E402
     ConfigError,
@@ -50,11 +52,15 @@ description:
     one event on the queue when a cycle is needed, naming every host with work (not quiet, or stale: not
     heard from for stale_seconds). News on hosts a running cycle covers is coalesced into the next event;
     news elsewhere starts another cycle at once (max_parallel_runs).
-  - A push only starts a cycle; the cycle reads every VM itself, so a forged, replayed or stale push can
-    never cause an approval.
+  - A push only starts a cycle or adds hosts to one; the cycle reads every VM itself, so a forged, replayed
+    or stale push can never cause an approval. A host leaves the runs only once a cycle's own read found it
+    quiet (the done report's C(read_quiet), which the cycle playbook sends when it is given C(done_url)),
+    never on a push's word.
 options:
   token_file:
-    description: File holding the token the relays sign with (mode 0600, at least 16 characters).
+    description:
+      - File holding the controller's shared secret (mode 0600, at least 16 characters), from which each
+        relay's own key is derived. It stays on the controller; the relays hold their derived keys only.
     type: str
     required: true
   host:
@@ -66,10 +72,25 @@ options:
     type: int
     default: 5081
   certfile:
-    description: TLS certificate (PEM) to serve HTTPS; with keyfile.
+    description:
+      - TLS certificate (PEM, the chain up to the CA) to serve HTTPS; with keyfile. The relays then push to an
+        C(https://) URL with a name the certificate carries (the role's C(event_relay_ca_file) on the VMs).
     type: str
   keyfile:
     description: TLS private key (PEM).
+    type: str
+  cafile:
+    description:
+      - The CA bundle (PEM) that signed certfile, on the controller. The done reports of the cycles check the
+        source's certificate with it (C(done_ca) in each event, the C(ca_path) of their C(uri)); without it
+        they use the system's CAs.
+    type: str
+  done_host:
+    description:
+      - The host name of the done URL that each event carries (the cycles report to it from the controller).
+        With TLS it must be a name the certificate carries; by default the certificate's first DNS name
+        (else its first IP address). Without TLS, by default the listening address (127.0.0.1 when that is
+        every address, 0.0.0.0 or ::).
     type: str
   stale_seconds:
     description: A host not heard from for this long counts as having work (fail closed).
@@ -146,43 +167,69 @@ class Receiver:
         self.token = token
         self.clock = clock    # wall time: signatures
         self.ticks = ticks    # monotonic: freshness
-        self.secret = secrets.token_urlsafe(16)  # in done URLs only: a forged report just starts a run sooner
+        self.secret = secrets.token_urlsafe(16)  # in done URLs only, which no VM sees
         self.refused = 0
+        self.refusals = LogLimiter()   # one line per sender at once, then at most one a minute with a count
+
+    def _refused(self, request: web.Request, message: str) -> None:
+        self.refused += 1
+        held = self.refusals.note(request.remote, self.ticks())
+        if held is not None:
+            LOG.warning("refused a push from %s: %s%s", request.remote, message, held_back(held))
 
     async def push(self, request: web.Request) -> web.Response:
         body = await request.read()
         try:
-            verify(body, request.headers.get(SIGNATURE_HEADER), self.token, self.clock())
-            message = parse_push(body)
+            message = check_push(body, request.headers.get(SIGNATURE_HEADER), self.token, self.clock())
         except PushError as exc:
-            self.refused += 1
-            LOG.warning("refused a push from %s: %s", request.remote, exc)
+            self._refused(request, str(exc))
             return web.json_response({"error": str(exc)}, status=exc.status)
         if not self.view.knows(message["host"]):
-            self.refused += 1
-            LOG.warning("refused a push from %s for %s, which is not an expected host.", request.remote,
-                        message["host"])
+            self._refused(request, "%s is not an expected host." % message["host"])
             return web.json_response({"error": "%s is not an expected host." % message["host"]}, status=403)
         accepted = self.view.accept(message, self.ticks())
         return web.json_response({"accepted": accepted})
 
     async def done(self, request: web.Request) -> web.Response:
-        if not secrets.compare_digest(request.match_info["secret"], self.secret):
+        given = request.match_info["secret"].encode("utf-8", "replace")   # bytes: any character is a mismatch
+        if not secrets.compare_digest(given, self.secret.encode("ascii")):
             return web.json_response({"error": "unknown run"}, status=404)
         try:
             number = int(request.match_info["number"])
         except ValueError:
             return web.json_response({"error": "unknown run"}, status=404)
-        return web.json_response({"released": self.view.done(number)})
+        body = await request.read()
+        try:
+            read_quiet = read_quiet_of(body)
+        except ValueError as exc:
+            LOG.warning("refused the done report of run %d: %s", number, exc)
+            return web.json_response({"error": str(exc)}, status=400)
+        return web.json_response({"released": self.view.done(number, read_quiet)})
 
 
-def event_of(run: Run, done_url: str) -> Dict[str, Any]:
+def read_quiet_of(body: bytes) -> list:
+    """The hosts a done report says the cycle's own read found quiet ([] for an empty body: the report of a
+    cycle that may have died, which takes no host out of later runs); ValueError in one sentence."""
+    if not body.strip():
+        return []
+    try:
+        report = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError("the done report is not UTF-8 JSON.")
+    hosts = report.get("read_quiet", []) if isinstance(report, dict) else None
+    if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+        raise ValueError("the done report's read_quiet is not a list of host names.")
+    return hosts
+
+
+def event_of(run: Run, done_url: str, done_ca: str = "") -> Dict[str, Any]:
     """The queue event: the hosts with work and why they run. meta.hosts limits the rulebook's playbook run
     (all of the target when the view cannot tell who is missing); localhost is in it because the cycle's
     control-node lock and the done report are plays on the controller. leave_alone: the hosts the cycle keeps
     in its play without contacting them (maintenance_cycle_leave_alone)."""
     return {"scheduled_events": {"run": run.number, "hosts": run.hosts, "changed": run.changed, "stale": run.stale,
-                                 "leave_alone": run.leave_alone, "done_url": "%s/%d" % (done_url, run.number)},
+                                 "leave_alone": run.leave_alone, "done_url": "%s/%d" % (done_url, run.number),
+                                 "done_ca": done_ca},
             "meta": {"hosts": (run.hosts or ["all"]) + ["localhost"]}}
 
 
@@ -192,6 +239,8 @@ def settings_of(args: Dict[str, Any]) -> Dict[str, Any]:
         raise ConfigError("token_file is required: the file with the token the relays sign their pushes with.")
     if bool(args.get("certfile")) != bool(args.get("keyfile")):
         raise ConfigError("certfile and keyfile go together (HTTPS needs both).")
+    if args.get("cafile") and not args.get("certfile"):
+        raise ConfigError("cafile checks the source's own certificate: it needs certfile and keyfile.")
     expected = args.get("expected_hosts") or []
     if isinstance(expected, str):
         expected = [h.strip() for h in expected.split(",") if h.strip()]
@@ -201,7 +250,9 @@ def settings_of(args: Dict[str, Any]) -> Dict[str, Any]:
                "rerun_seconds": float(args.get("rerun_seconds", 60)),
                "tick_seconds": float(args.get("tick_seconds", 0.25)), "expected_hosts": [str(h) for h in expected],
                "max_parallel_runs": int(args.get("max_parallel_runs", 3)),
-               "gather_seconds": float(args.get("gather_seconds", 1.0))}
+               "gather_seconds": float(args.get("gather_seconds", 1.0)),
+               "certfile": str(args.get("certfile") or ""), "keyfile": str(args.get("keyfile") or ""),
+               "cafile": str(args.get("cafile") or ""), "done_host": str(args.get("done_host") or "")}
     if checked["gather_seconds"] < 0:
         raise ConfigError("gather_seconds must not be negative (0 starts a cycle at the first push).")
     if min(checked["stale_seconds"], checked["max_run_seconds"], checked["rerun_seconds"], checked["tick_seconds"],
@@ -209,6 +260,50 @@ def settings_of(args: Dict[str, Any]) -> Dict[str, Any]:
         raise ConfigError("stale_seconds, max_run_seconds, rerun_seconds, tick_seconds and max_parallel_runs must be "
                           "positive.")
     return checked
+
+
+WILDCARDS = ("0.0.0.0", "::", "")
+
+
+def certificate_names(certfile: str) -> list:
+    """The DNS names, then the IP addresses, the (first) certificate of certfile carries; ConfigError."""
+    from cryptography import x509   # ansible-core's own dependency, on the controller
+    try:
+        certificate = x509.load_pem_x509_certificate(Path(certfile).read_bytes())
+    except (OSError, ValueError) as exc:
+        raise ConfigError("cannot read the certificate in %s (%s)." % (certfile, exc))
+    try:
+        names = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return []
+    return names.get_values_for_type(x509.DNSName) + [str(ip) for ip in names.get_values_for_type(x509.IPAddress)]
+
+
+def done_host_of(settings: Dict[str, Any]) -> str:
+    """Where the cycles send their done report: done_host, else a name the certificate carries (TLS), else the
+    listening address (loopback when it is every address)."""
+    if settings["done_host"]:
+        return settings["done_host"]
+    if settings["certfile"]:
+        names = certificate_names(settings["certfile"])
+        if not names:
+            raise ConfigError("the certificate in %s carries no subject alternative name for the done reports to "
+                              "reach: set done_host to a name it carries." % settings["certfile"])
+        return names[0]
+    return "127.0.0.1" if settings["host"] in WILDCARDS else settings["host"]
+
+
+def tls_of(settings: Dict[str, Any]):
+    """The server's TLS context, or None without certfile; ConfigError in one sentence."""
+    if not settings["certfile"]:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(settings["certfile"], settings["keyfile"])
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError("cannot load the TLS certificate %s with the key %s (%s)."
+                          % (settings["certfile"], settings["keyfile"], exc))
+    return context
 
 
 async def main(queue: asyncio.Queue, args: Dict[str, Any]) -> None:
@@ -220,22 +315,20 @@ async def main(queue: asyncio.Queue, args: Dict[str, Any]) -> None:
     app = web.Application(client_max_size=MAX_PUSH_BYTES)
     app.router.add_post("/push", receiver.push)
     app.router.add_post("/done/{secret}/{number}", receiver.done)
-    context = None
-    if args.get("certfile"):
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(args["certfile"], args["keyfile"])
+    context = tls_of(settings)
+    done_host = done_host_of(settings)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, settings["host"], settings["port"], ssl_context=context)
     await site.start()
     scheme = "https" if context else "http"
-    done_url = "%s://%s:%d/done/%s" % (scheme, settings["host"], settings["port"], receiver.secret)
+    done_url = "%s://%s:%d/done/%s" % (scheme, done_host, settings["port"], receiver.secret)
     LOG.info("listening for relay pushes on %s://%s:%d/push", scheme, settings["host"], settings["port"])
     try:
         while True:
             run = view.next_run(time.monotonic())
             if run is not None:
-                await queue.put(event_of(run, done_url))
+                await queue.put(event_of(run, done_url, settings["cafile"]))
             await asyncio.sleep(settings["tick_seconds"])
     finally:
         await runner.cleanup()

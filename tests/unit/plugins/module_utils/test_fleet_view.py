@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.fleet_view import FleetView, ViewSettings
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.fleet_view import FleetView, Run, ViewSettings
 
 T0 = 1_800_000_000.0
 REBOOT = {"EventId": "A", "EventType": "Reboot", "EventStatus": "Scheduled", "Resources": ["vm0"]}
@@ -22,11 +22,14 @@ HOSTS = ["vm0", "vm1", "vm2"]
 
 
 def view(**settings: Any) -> FleetView:
-    """Three quiet hosts; news starts a cycle at once unless a test sets gather_seconds (which hosts a cycle
-    covers is what most tests here are about; gathering has tests of its own)."""
+    """Three quiet hosts that a first cycle (run 0) read quiet; news starts a cycle at once unless a test sets
+    gather_seconds (which hosts a cycle covers is what most tests here are about; gathering has tests of its
+    own)."""
     fleet = FleetView(ViewSettings(**dict({"expected_hosts": HOSTS, "gather_seconds": 0}, **settings)))
     for n, host in enumerate(("vm0", "vm1", "vm2")):
-        fleet.accept(push(host, 1, "change", relay_id=host), T0)
+        fleet.accept(push(host, 1, "change", relay_id=host), T0 - 0.2)
+    fleet.started[0] = Run(0, list(HOSTS), [], [], T0 - 0.1)
+    fleet.done(0, read_quiet=HOSTS)
     return fleet
 
 
@@ -194,26 +197,64 @@ def test_while_a_host_has_work_a_cycle_runs_every_rerun_seconds_without_news() -
     assert fleet.next_run(T0 + 59) is None
     again = fleet.next_run(T0 + 60)
     assert again is not None and again.hosts == ["vm0"] and again.changed == [], "deferred hosts get their cycle"
-    fleet.done(again.number)
+    fleet.done(again.number)   # its read found work on vm0: no read_quiet
     fleet.accept(push("vm0", 3, "change", quiet=True, incarnation=3, relay_id="vm0"), T0 + 61)
-    assert fleet.next_run(T0 + 200) is None, "no work, no cycle"
+    last = fleet.next_run(T0 + 120)
+    assert last is not None and last.hosts == ["vm0"], "the relay's word 'quiet' takes no host out of the runs"
+    fleet.done(last.number, read_quiet=["vm0"])
+    assert fleet.next_run(T0 + 200) is None, "a cycle's own read found it quiet: no work, no cycle"
 
 
-def test_a_host_whose_relay_says_it_is_inside_a_started_event_or_without_imds_is_left_alone() -> None:
+def test_a_host_leaves_the_runs_only_when_a_cycles_own_read_found_it_quiet_never_on_a_push() -> None:
+    fleet = view()
+    fleet.accept(change("vm0", 2), T0 + 1)
+    run = fleet.next_run(T0 + 1)
+    assert run.hosts == ["vm0"]
+    # A forged push (signed with vm0's key) says quiet, with a sequence number far above the relay's.
+    assert fleet.accept(dict(change("vm0", 10 ** 15, quiet=True)), T0 + 2) is True
+    fleet.done(run.number)   # the cycle read vm0 with work (an event lists it): it reports no read_quiet
+    assert "vm0" in fleet.with_work(T0 + 3), "still owed a look: a push cannot take it out"
+    later = fleet.next_run(T0 + 70)
+    assert later is not None and later.hosts == ["vm0"], "the next cycles cover it"
+    # The real relay goes on with its own sequence: not dropped as older than the forged one.
+    assert fleet.accept(change("vm0", 3), T0 + 71) is True
+    fleet.done(later.number, read_quiet=["vm0"])   # read quiet, but by a cycle begun before that push
+    assert "vm0" in fleet.with_work(T0 + 72), "a push newer than the read keeps it owed"
+    last = fleet.next_run(T0 + 72)
+    assert last is not None and "vm0" in last.hosts and last.changed == ["vm0"]
+    fleet.done(last.number, read_quiet=["vm0", "vm1"])   # vm1: not in that run, so not its read
+    assert fleet.with_work(T0 + 73) == []
+    fleet.accept(change("vm0", 4), T0 + 74)
+    assert fleet.next_run(T0 + 74).hosts == ["vm0"], "a push can always widen a run"
+
+
+def test_a_host_first_heard_of_is_owed_a_look_until_a_cycle_reads_it() -> None:
+    fleet = FleetView(ViewSettings(expected_hosts=HOSTS, gather_seconds=0, rerun_seconds=60, stale_seconds=1000))
+    for host in HOSTS:
+        fleet.accept(push(host, 1, "change", relay_id=host), T0)
+    assert fleet.next_run(T0 + 1) is None, "quiet relays start nothing at once"
+    first = fleet.next_run(T0 + 61)   # rerun_seconds after the view's first look
+    assert first is not None and first.hosts == HOSTS, "but no host is taken for quiet before a cycle read it"
+    fleet.done(first.number, read_quiet=HOSTS)
+    assert fleet.next_run(T0 + 200) is None
+
+
+def test_a_host_is_left_alone_only_while_its_relay_says_imds_does_not_answer_not_for_a_started_event() -> None:
     fleet = view(stale_seconds=90)
-    started = dict(REBOOT, EventStatus="Started")
+    started = dict(REBOOT, EventStatus="Started")   # a 5 s Freeze stays Started for minutes; IMDS answers
     fleet.accept(dict(change("vm0", 2), in_started_event=True, record={"events": [started]}), T0 + 1)
     fleet.accept(dict(push("vm1", 2, quiet=False, relay_id="vm1"), imds_ok=False), T0 + 1)
     fleet.accept(change("vm2", 2), T0 + 1)
     run = fleet.next_run(T0 + 1)
-    assert run.hosts == HOSTS and run.leave_alone == ["vm0", "vm1"], "in the play (busy), never contacted"
+    assert run.hosts == HOSTS and run.leave_alone == ["vm1"], "in the play (busy), never contacted"
     fleet.done(run.number)
     fleet.accept(dict(push("vm1", 3, quiet=False, relay_id="vm1"), imds_ok=True), T0 + 2)
     back = fleet.next_run(T0 + 2)
     assert back is not None and back.changed == ["vm1"], "IMDS back on a host with work is news"
-    assert back.leave_alone == ["vm0"]
+    assert back.leave_alone == []
     fleet.done(back.number)
-    for second in (30, 60, 91):  # vm0's relay falls silent (rebooted): a stale host is contacted again
+    fleet.accept(dict(push("vm0", 3, quiet=False, relay_id="vm0"), imds_ok=False), T0 + 3)
+    for second in (30, 60, 94):  # vm0's relay falls silent (rebooted): a stale host is contacted again
         for host in ("vm1", "vm2"):
             fleet.accept(push(host, second, quiet=False, relay_id=host), T0 + second)
     assert fleet.leave_alone(HOSTS, T0 + 95) == []

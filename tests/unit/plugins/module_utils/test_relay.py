@@ -11,7 +11,9 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay 
     PushError,
     RelaySettings,
     Tracker,
+    check_push,
     is_quiet,
+    relay_key,
     parse_push,
     sign,
     spool_overflow,
@@ -174,3 +176,36 @@ def test_a_full_spool_drops_the_oldest_and_never_the_newest() -> None:
     assert spool_overflow([5, 3, 4, 6], 2) == [3, 4]
     assert spool_overflow([7], 0) == [], "the newest push always stays"
     assert spool_overflow([1, 2], 5) == []
+
+
+SECRET = b"the controller's shared secret"
+
+
+def test_each_host_has_a_key_of_its_own_derived_from_the_secret() -> None:
+    import hashlib
+    import hmac
+    assert relay_key(SECRET, "web-vm0") == hmac.new(SECRET, b"relay-key:web-vm0", hashlib.sha256).hexdigest().encode()
+    assert relay_key(SECRET.decode() + "\n", "web-vm0") == relay_key(SECRET, "web-vm0"), "as the token file is read"
+    assert relay_key(SECRET, "web-vm0") != relay_key(SECRET, "web-vm1")
+
+
+def test_a_push_is_checked_with_the_key_of_the_host_it_names() -> None:
+    body, header = signed(PUSH, key=relay_key(SECRET, "web-vm0"))
+    assert check_push(body, header, SECRET, T0 + 10)["host"] == "web-vm0"
+    forged = dict(PUSH, host="web-vm1")   # web-vm0's relay (or root on it) speaking for web-vm1
+    body, header = signed(forged, key=relay_key(SECRET, "web-vm0"))
+    with pytest.raises(PushError, match="does not match its body with the key of web-vm1") as refused:
+        check_push(body, header, SECRET, T0)
+    assert refused.value.status == 401
+    body, header = signed(PUSH, key=SECRET)   # a relay installed before per-host keys: loud, named
+    with pytest.raises(PushError, match="signed with the controller's shared secret.*run the event_relay role"):
+        check_push(body, header, SECRET, T0)
+
+
+@pytest.mark.parametrize("header", ["t=1800000000,v1=\u00e9\u00e9", "t=1800000000,v1=\udcff", "t=%s,v1=ab" % ("9" * 5000)])
+def test_a_signature_with_other_than_ascii_or_a_huge_stamp_is_a_clean_refusal(header: str) -> None:
+    body = signed(PUSH)[0]
+    for check in (lambda: verify(body, header, KEY, T0), lambda: check_push(body, header, SECRET, T0)):
+        with pytest.raises(PushError) as refused:
+            check()
+        assert refused.value.status == 401

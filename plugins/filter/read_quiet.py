@@ -1,0 +1,34 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to azure_imds.scheduled_events
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The hosts a cycle's own read found quiet, for the event source's done report (playbooks/cycle.yml)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+def read_quiet(hosts, hostvars):
+    """The hosts of `hosts` whose read in this cycle (the claim, maintenance_cycle_query) succeeded and said
+    quiet: no event lists the VM, nothing is owed in its state file. A host left alone, held by another run,
+    whose read failed, or that this run did not read at all, is not in it: only a read of the cycle's own
+    takes a host out of the event source's later runs."""
+    quiet = []
+    for host in hosts or []:
+        try:
+            host_vars = hostvars[host]
+        except KeyError:
+            continue
+        query = host_vars.get("maintenance_cycle_query")
+        if not isinstance(query, Mapping) or query.get("quiet") is not True or query.get("failed"):
+            continue
+        lock = query.get("lock")
+        if host_vars.get("maintenance_cycle_left_alone") or (isinstance(lock, Mapping) and lock.get("held_by")):
+            continue
+        quiet.append(str(host))
+    return sorted(quiet)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"read_quiet": read_quiet}

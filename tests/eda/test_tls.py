@@ -1,0 +1,125 @@
+"""HTTPS end to end with a real certificate chain (a CA and a server certificate made here with `cryptography`):
+the source listens on every address with the rulebooks' certfile/keyfile/cafile options, a real relay process
+pushes to it over HTTPS checking the chain, and the real report_done playbook reports to the name the
+certificate carries (never https://0.0.0.0), checking the chain with the source's cafile."""
+from __future__ import annotations
+
+import asyncio
+import datetime
+import ipaddress
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, Tuple
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from imds_simulator.fleet import FleetSpec
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import relay_key
+from tests.eda.test_event_source import TOKEN, Source, load_source, started
+from tests.live_fleet import LiveFleet
+from tests.relay.test_relay_process import RelayBench
+from tests.timing import wait_for
+
+BIN = Path(sys.executable).parent
+PLAYBOOK = "azure_imds.scheduled_events.report_done"
+
+
+def certificate_chain(directory: Path) -> Tuple[Path, Path, Path]:
+    """(CA certificate, server certificate for localhost and 127.0.0.1 signed by it, server key) as PEM files."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test controller CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+          .not_valid_after(now + datetime.timedelta(days=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                       content_commitment=False, key_encipherment=False, data_encipherment=False,
+                                       key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
+          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    server = (x509.CertificateBuilder()
+              .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "controller")]))
+              .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+              .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+              .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
+                                                          x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                             critical=False)
+              .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+              .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+              .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+              .sign(ca_key, hashes.SHA256()))
+    ca_file, cert_file, key_file = directory / "ca.pem", directory / "controller.pem", directory / "controller.key"
+    ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    cert_file.write_bytes(server.public_bytes(serialization.Encoding.PEM) + ca.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    key_file.chmod(0o600)
+    return ca_file, cert_file, key_file
+
+
+def report_done(tmp_path: Path, extra: Dict[str, Any]) -> subprocess.CompletedProcess:
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"))
+    return subprocess.run([str(BIN / "ansible-playbook"), PLAYBOOK, "-i", "localhost,", "-c", "local",
+                           "-e", json.dumps(dict(extra, ansible_python_interpreter=sys.executable))],
+                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+
+
+def test_https_from_the_rulebook_options_relay_push_and_done_report_check_the_chain(tmp_path: Path) -> None:
+    ca_file, cert_file, key_file = certificate_chain(tmp_path)
+    fleet = LiveFleet(None, time_scale=60.0, fleet=FleetSpec(vms=1))
+    vm = fleet.vms[0]
+
+    async def scenario() -> Tuple[Dict[str, Any], subprocess.CompletedProcess, subprocess.CompletedProcess, str]:
+        source = Source(tmp_path, host="0.0.0.0", certfile=str(cert_file), keyfile=str(key_file),
+                        cafile=str(ca_file), expected_hosts=vm)
+        task = await started(source)
+        relay = RelayBench(tmp_path, fleet, vm, source.port, ca_file=str(ca_file), token=relay_key(TOKEN, vm),
+                           controller_url=f"https://localhost:{source.port}/push")
+        relay.start()
+        try:
+            await asyncio.to_thread(wait_for, relay.records, 30, "the relay's first document")
+            fleet.inject({"key": "reboot", "type": "Reboot", "notice_s": 900, "resources": {"names": [vm]}})
+            try:
+                event = (await source.event(30))["scheduled_events"]
+            except asyncio.TimeoutError:
+                raise AssertionError("no cycle event; the relay said: " + relay.stop())
+            unchecked = await asyncio.to_thread(report_done, tmp_path, {"done_url": event["done_url"]})
+            checked = await asyncio.to_thread(report_done, tmp_path, {"done_url": event["done_url"],
+                                                                      "done_ca": event["done_ca"]})
+        finally:
+            stderr = relay.stop()
+            task.cancel()
+        return event, unchecked, checked, stderr
+
+    try:
+        event, unchecked, checked, stderr = asyncio.run(scenario())
+    finally:
+        fleet.close()
+    assert event["changed"] == [vm], "the relay's pushes came over HTTPS, the chain checked with its ca_file"
+    assert "refused" not in stderr and "cannot reach" not in stderr, stderr
+    assert event["done_url"].startswith("https://localhost:"), "a name the certificate carries, not 0.0.0.0"
+    assert event["done_ca"] == str(ca_file)
+    assert unchecked.returncode != 0 and "CERTIFICATE_VERIFY_FAILED" in unchecked.stdout, "the chain is checked"
+    assert checked.returncode == 0, checked.stdout[-3000:]
+
+
+def test_a_certificate_without_a_name_for_the_done_reports_is_one_sentence(tmp_path: Path) -> None:
+    module = load_source()
+    settings = module.settings_of({"token_file": "t", "certfile": "c.pem", "keyfile": "k.pem", "done_host": "ctl"})
+    assert module.done_host_of(settings) == "ctl"
+    wildcard = module.settings_of({"token_file": "t", "host": "0.0.0.0"})
+    assert module.done_host_of(wildcard) == "127.0.0.1"
+    try:
+        module.settings_of({"token_file": "t", "cafile": "ca.pem"})
+    except module.ConfigError as exc:
+        assert "cafile checks the source's own certificate" in str(exc)
+    else:
+        raise AssertionError("cafile without a certificate is refused")
