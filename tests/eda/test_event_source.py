@@ -321,3 +321,16 @@ def test_refused_pushes_are_logged_rate_limited(tmp_path: Path, caplog: pytest.L
     assert asyncio.run(scenario()) == [401] * 20, "each one refused"
     lines = [r.getMessage() for r in caplog.records if "refused a push" in r.getMessage()]
     assert len(lines) == 1 and "does not match" in lines[0], "one line at once, then at most one a minute"
+
+
+def test_the_shipped_rulebook_tells_its_cycles_how_many_run_side_by_side() -> None:
+    """The cycle refuses hosts without a VM lock when cycles run side by side (cycle_policy): it must be told the
+    source's max_parallel_runs, the same expression on both sides."""
+    import yaml
+    from pathlib import Path
+    rulebook = Path(__file__).resolve().parents[2] / "extensions/eda/rulebooks/scheduled_events.yml"
+    (ruleset,) = yaml.safe_load(rulebook.read_text())
+    source = ruleset["sources"][0]["azure_imds.scheduled_events.scheduled_events"]
+    cycle = next(a["run_playbook"] for a in ruleset["rules"][0]["actions"]
+                 if a["run_playbook"]["name"] == "azure_imds.scheduled_events.cycle")
+    assert cycle["extra_vars"]["maintenance_cycle_parallel_runs"] == source["max_parallel_runs"]
