@@ -1,5 +1,5 @@
 """Show that the fault model catches each bug it guards against: revert one safety fix at a time, in a scratch copy
-of the repository, and run the model (tools/fault_model_run.py, 216 fleet-days, stopping at the first violation);
+of the repository, and run the model (tools/fault_model_run.py, up to 1,000 fleet-days, stopping at the first violation);
 each run must fail.  `make invariant-mutants` (or `python tools/invariant_mutants.py 'late'`, the mutants whose
 name has that part); exits non-zero if a reverted fix goes unnoticed.
 
@@ -9,7 +9,10 @@ lists a host that failed its prepare), so it is reverted together with that chec
 what it protected (a drain owes its recover whatever happens next); it still records news and marks prepares done.
 Rules the model cannot tell apart by what happens to the VMs are held by unit tests instead (tests/unit/plugins/
 module_utils/test_cycle_policy.py): a blind host holds its domain (every VM of a set sees the set's events, so
-another VM's read already shows the domain busy), ambiguous names (the simulator's VM names are unique).
+another VM's read already shows the domain busy), ambiguous names (the simulator's VM names are unique), and
+that a drain made late licenses no other event to join its fault domain (the domain is drained already, so by the
+model's measure, the README's, joining it adds no fault domain in maintenance; the rule keeps another event from
+taking it down before NotBefore, which a unit test holds).
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from typing import Dict, List, Tuple
 REPO = Path(__file__).resolve().parent.parent
 POLICY = "plugins/module_utils/cycle_policy.py"
 ROLE = "roles/maintenance_cycle/tasks"
-FLEET_DAYS = 216
+FLEET_DAYS = 1000
 
 Change = Tuple[str, str, str]  # (file, the fix as it reads, the fix reverted)
 # What each fix is, where, and what reverting it looks like.
@@ -39,8 +42,6 @@ MUTATIONS: Dict[str, List[Change]] = {
         [(POLICY, "    if not owed or not holding:\n", "    if True:\n")],
     "a late prepare is forgotten (a later cycle approves it before NotBefore)":
         [(POLICY, "was_late = was_late or key in late", "was_late = was_late")],
-    "a late drain licenses other events to join its fault domain":
-        [(POLICY, "== PREPARE_DONE and not record.get(\"late\"))", "== PREPARE_DONE)")],
     "a drain owed only a recover licenses other events to join its fault domain":
         [(POLICY, "ongoing and record[\"prepare\"] == PREPARE_DONE", "record[\"prepare\"] == PREPARE_DONE")],
     "a drain merely begun (written ahead) licenses other events to join its fault domain":
