@@ -233,7 +233,8 @@ def plan_cycle(hosts, policy=None, now=None):
         plan[host]["renew"] = not plan[host]["save_first"] and bool(plan[host]["recover"] or affected)
     return {"hosts": plan, "approvals": approvals, "admissions": dict((e["event_id"], admitted[e["event_id"].upper()])
                                                                       for e, _hosts in events),
-            "fault_domains_in_maintenance": sorted(busy), "notes": _notes(views, plan)}
+            "fault_domains_in_maintenance": sorted(busy),
+            "notes": _notes(views, plan) + _split_note(views, by_vm, policy)}
 
 
 def _policy(policy):
@@ -525,6 +526,22 @@ def _recovers(view, preparing):
     if not owed or not holding:
         return owed, []
     return [], holding
+
+
+def _split_note(views, by_vm, policy):
+    """Say it loudly when the run's sets have VMs it does not manage: another run may drain them, and this run sees
+    that only while an event lists them (between such an event's end and the other run's recover it cannot)."""
+    if policy["approve_outside_play"]:
+        return []
+    outside = sorted(set(name for view in views.values() for event in view["seen"] for name in event["resources"]
+                         if by_vm.get(resource_name(name)) is None))
+    if not outside:
+        return []
+    return ["Events of this run's sets list VMs outside it (%s%s): if another run manages them (a set split over "
+            "two runs), their fault domains count as in maintenance while those events are listed, but this run "
+            "cannot see their drains after that; run one target per set, or set "
+            "maintenance_cycle_approve_outside_inventory if nothing else manages them."
+            % (", ".join(outside[:5]), " and %d more" % (len(outside) - 5) if len(outside) > 5 else "")]
 
 
 def _notes(views, plan):

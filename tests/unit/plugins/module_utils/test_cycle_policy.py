@@ -553,6 +553,7 @@ def test_regression_a_set_split_over_two_runs_holds_what_the_other_run_may_drain
     p = plan({"vm1": result("vm1", 1, [theirs, ours])})
     assert p["hosts"]["vm1"]["prepare"] == [] and ids(p["hosts"]["vm1"]["deferred"]) == [IDS["E1"]]
     assert "win0, outside this run, is listed by %s" % IDS["E0"] in p["hosts"]["vm1"]["deferred"][0]["reason"]
+    assert any("list VMs outside it (win0)" in n and "run one target per set" in n for n in p["notes"])
     trusted = plan({"vm1": result("vm1", 1, [theirs, ours])}, {"approve_outside_play": True})
     assert ids(trusted["hosts"]["vm1"]["prepare"]) == [IDS["E1"]]
     # An event that lists our host and one of theirs goes as a whole: it is not held back by itself.
