@@ -75,6 +75,7 @@ def record_approval(params, ids, edges):
         if not owner:
             edges.write_text(path, recorded())
             return
+
         def change(current):
             renewed = refresh(current, owner, utc_now(), params["lease_seconds"], path + ".lock")
             edges.write_text(path, recorded())

@@ -304,8 +304,8 @@ def _busy_fault_domains(views, by_vm, outside_is_free=False):
                      ongoing and record["prepare"] == PREPARE_DONE and not record.get("late"))
             elif (view["status"] == BLIND and record["event_status"] != "Scheduled"
                   and affects(record, view["vm_name"])):
-                hold(view["domain"], "%s was in %s event %s" % (view["host"], record["event_status"],
-                                                               record["event_id"]), True)
+                why = "%s was in %s event %s" % (view["host"], record["event_status"], record["event_id"])
+                hold(view["domain"], why, True)
         # A Started event puts every VM it lists into maintenance; so does one of a status this code does not
         # know (it may be one): only Scheduled is known not to have begun.
         for event in view["seen"]:
