@@ -141,6 +141,8 @@ def host_views(hosts):
                             given.get("availability_set") or "", last_vm)
         views[host]["left_alone"] = bool(given.get("left_alone"))
     _mark_ambiguous(views)
+    for view in views.values():  # the document's events by id (ambiguity may have emptied a view's events)
+        view["present"] = dict((e["event_id"].upper(), e) for e in view["events"])
     return views
 
 
@@ -174,6 +176,7 @@ def _view(host, result, lock, availability_set, last_vm):
         "domain": domain_key(this_vm, availability_set) if known else UNKNOWN_DOMAIN,
         "set_known": bool(this_vm.get("vm_scale_set_name") or availability_set or this_vm.get("zone")),
         "events": result["events"] if status == FRESH else [],
+        "windows": (result or {}).get("transport") == "win_uri",  # its tasks run on the controller (win_uri)
         "records": list(state["events"]) if valid else [],
         "approved": set(i.upper() for i in state["approved"]) if valid else set(),
         "seen": (result or {}).get("events", []) if status in (FRESH, HELD) else [],
@@ -222,13 +225,16 @@ def plan_cycle(hosts, policy=None, now=None):
     plan = dict((host, _empty_plan(view)) for host, view in views.items())
     busy, doubtful = _busy_fault_domains(views, by_vm, policy["approve_outside_play"])
     events = _scheduled_events(views, by_vm)
-    admitted = _plan_prepares(events, views, plan, busy, doubtful, policy, now)
+    admitted = _plan_prepares(events, views, plan, by_vm, busy, doubtful, policy, now)
     approvals = _plan_approvals(events, views, plan, by_vm, admitted, policy)
     for host, view in views.items():
         plan[host]["recover"], plan[host]["drained_for"] = _recovers(view, plan[host]["prepare"])
         affected = any(host in a["hosts"] for a in approvals.values())
         plan[host]["saves"] = view["status"] == FRESH and view["holds_vm"]
         plan[host]["save_first"] = plan[host]["saves"] and (bool(plan[host]["prepare"]) or _news(view))
+        # Write-ahead of an approval: scheduled_events_approve records it itself on Linux VMs; on Windows VMs it
+        # runs on the controller, so the role saves the ids just before the POST.
+        plan[host]["records_approval"] = ("" if not plan[host]["saves"] else "role" if view["windows"] else "module")
         # A renew of its own before approve/recover, where no first save renews the lock in its call already.
         plan[host]["renew"] = not plan[host]["save_first"] and bool(plan[host]["recover"] or affected)
     return {"hosts": plan, "approvals": approvals, "admissions": dict((e["event_id"], admitted[e["event_id"].upper()])
@@ -273,8 +279,7 @@ def _refuse_unlocked_parallel_runs(hosts, policy):
 def _empty_plan(view):
     return {"vm_name": view["vm_name"], "status": view["status"], "fault_domain": view["domain"],
             "prepare": [], "late": [], "deferred": [], "approve": [], "waiting": [], "recover": [], "drained_for": [],
-            "renew": False,
-            "saves": False, "save_first": False}
+            "renew": False, "saves": False, "save_first": False, "records_approval": ""}
 
 
 def _busy_fault_domains(views, by_vm, outside_is_free=False):
@@ -292,14 +297,13 @@ def _busy_fault_domains(views, by_vm, outside_is_free=False):
     for view in views.values():
         if view["status"] in UNSEEN_STATUSES:
             hold(view["domain"], "%s is %s" % (view["host"], view["status"]), False)
-        present = dict((e["event_id"].upper(), e) for e in view["events"])
         for record in view["records"]:
             if record.get("prepare"):
                 # Only a drain done for an event still under way licenses other events to join its domain: not
                 # one merely begun (written ahead: the run may have died before the drain), one prepared late
                 # (over the limit, as NotBefore was near), nor one owed a recover (which may already have run,
                 # in a run that died before it saved).
-                ongoing = not _owes_recover(record, present.get(record["event_id"].upper()), view["vm_name"])
+                ongoing = not _owes_recover(record, view["present"].get(record["event_id"].upper()), view["vm_name"])
                 hold(view["domain"], "%s prepared for %s" % (view["host"], record["event_id"]),
                      ongoing and record["prepare"] == PREPARE_DONE and not record.get("late"))
             elif (view["status"] == BLIND and record["event_status"] != "Scheduled"
@@ -351,12 +355,12 @@ def prepare_wanted(event, policy):
     return policy["prepare_short_freezes"] or not _short_freeze(event, policy)
 
 
-def _plan_prepares(events, views, plan, busy, doubtful, policy, now):
+def _plan_prepares(events, views, plan, by_vm, busy, doubtful, policy, now):
     """Admit or defer each event as a whole; returns {event id: "admitted" | "late" | "deferred"}."""
     limit = policy["max_fault_domains_in_maintenance"]
     admitted = {}
     for event, hosts in events:
-        needed = set(views[h]["domain"] for h in hosts) | _unseen_needed(event, views, policy)
+        needed = set(views[h]["domain"] for h in hosts) | _unseen_needed(event, by_vm, policy)
         certain = set(busy) - doubtful
         verdict = _admission(needed, busy, certain, limit, _seconds_left(event, now), policy["prepare_anyway_seconds"])
         admitted[event["event_id"].upper()] = verdict
@@ -383,12 +387,11 @@ def _plan_prepares(events, views, plan, busy, doubtful, policy, now):
     return admitted
 
 
-def _unseen_needed(event, views, policy):
+def _unseen_needed(event, by_vm, policy):
     """An event that lists VMs outside this run takes the unseen domain with it (see _busy_fault_domains)."""
     if policy["approve_outside_play"]:
         return set()
-    names = set(resource_name(v["vm_name"]) for v in views.values())
-    return set([UNSEEN_DOMAIN]) if any(resource_name(r) not in names for r in event["resources"]) else set()
+    return set([UNSEEN_DOMAIN]) if any(resource_name(r) not in by_vm for r in event["resources"]) else set()
 
 
 def _admission(needed, busy, certain, limit, seconds_left, anyway_seconds):
@@ -518,10 +521,12 @@ def _recovers(view, preparing):
     recovered together once the last of those events is gone."""
     if view["status"] != FRESH:
         return [], []
-    present = dict((e["event_id"].upper(), e) for e in view["events"])
-    owed = [r for r in view["records"] if _owes_recover(r, present.get(r["event_id"].upper()), view["vm_name"])]
-    holding = [r["event_id"] for r in view["records"] if r.get("prepare") and not _owes_recover(
-        r, present.get(r["event_id"].upper()), view["vm_name"])]
+    owed, holding = [], []
+    for record in view["records"]:
+        if _owes_recover(record, view["present"].get(record["event_id"].upper()), view["vm_name"]):
+            owed.append(record)
+        elif record.get("prepare"):
+            holding.append(record["event_id"])
     holding += [e["event_id"] for e in preparing if e["event_id"] not in holding]
     if not owed or not holding:
         return owed, []
