@@ -3,8 +3,10 @@
     python tools/fault_model_run.py --fleet-days 10000            # make invariants
     python tools/fault_model_run.py --fleet-days 108 --first-failure  # what make invariant-mutants runs per mutant
 
-Each fleet-day is one seed of one combination (fleet x faults x cycle period); combinations are taken in turn,
-so any number of fleet-days covers them all evenly. Runs on every core (seeded: the same figures each time).
+Each fleet-day is one seed of one combination: scheduled runs (fleet x faults x cycle period) or, every
+EVENT_DRIVEN_EVERY-th fleet-day, the event-driven path (fleet x faults x how the rulebook runs its cycles), which
+costs about ten times as much; combinations are taken in turn, so any number of fleet-days covers them all evenly.
+Runs on every core (seeded: the same figures each time).
 Exits 1 when any fleet-day breaks an invariant, printing its seed and combination (they reproduce it).
 """
 from __future__ import annotations
@@ -20,9 +22,12 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
+COUNTED = ("cycles", "drains", "undrains", "approvals", "kills", "late_drains", "refusals", "event_driven", "pushes",
+           "pushes_refused", "pushes_dropped")
 PERIODS = (60, 300)
+EVENT_DRIVEN_EVERY = 5
 
-Combo = Tuple[int, str, str, int]
+Combo = Tuple[int, str, str, object]  # (seed, fleet, faults, a cycle period in seconds or an event-driven setup)
 
 
 def _stage() -> None:
@@ -39,17 +44,31 @@ def _stage() -> None:
 
 def combos(fleet_days: int) -> List[Combo]:
     from tests.reliability.fault_model import FAULTS, FLEETS
-    kinds = list(itertools.product(sorted(FLEETS), sorted(FAULTS), PERIODS))
-    return [(index // len(kinds),) + kinds[index % len(kinds)] for index in range(fleet_days)]
+    from tests.reliability.fault_model_event_driven import SETUPS
+    scheduled = list(itertools.product(sorted(FLEETS), sorted(FAULTS), PERIODS))
+    event_driven = list(itertools.product(sorted(FLEETS), sorted(FAULTS), sorted(SETUPS)))
+    chosen, counts = [], Counter()
+    for index in range(fleet_days):
+        kinds = event_driven if index % EVENT_DRIVEN_EVERY == EVENT_DRIVEN_EVERY - 1 else scheduled
+        turn = counts[id(kinds)]
+        counts[id(kinds)] += 1
+        chosen.append((turn // len(kinds),) + kinds[turn % len(kinds)])
+    return chosen
 
 
 def one(combo: Combo) -> Dict[str, object]:
     from tests.reliability.fault_model import FAULTS, simulate
-    seed, fleet, faults, period = combo
-    run = simulate(seed, FAULTS[faults], period, fleet=fleet)
+    from tests.reliability.fault_model_event_driven import PUSH_FAULTS, event_driven_run
+    seed, fleet, faults, how = combo
+    if isinstance(how, int):
+        run = simulate(seed, FAULTS[faults], how, fleet=fleet)
+    else:
+        run = event_driven_run(seed, FAULTS[faults], PUSH_FAULTS[faults], how, fleet=fleet)
     return {"combo": combo, "problems": run.verdict.problems, "cycles": run.cycles, "drains": run.ledger.drains,
             "undrains": run.ledger.undrains, "approvals": run.verdict.approvals, "kills": run.verdict.kills,
-            "late_drains": run.verdict.late_drains}
+            "late_drains": run.verdict.late_drains, "refusals": run.refusals,
+            "event_driven": int(not isinstance(how, int)), "pushes": getattr(run, "pushes", 0),
+            "pushes_refused": getattr(run, "refused", 0), "pushes_dropped": getattr(run, "duplicates", 0)}
 
 
 def main(argv: List[str]) -> int:
@@ -70,22 +89,25 @@ def main(argv: List[str]) -> int:
     failed: List[Dict[str, object]] = []
     with ProcessPoolExecutor(args.workers, initializer=_stage) as pool:
         for result in pool.map(one, combos(args.fleet_days), chunksize=4):
-            totals.update({k: result[k] for k in ("cycles", "drains", "undrains", "approvals", "kills", "late_drains")})
+            totals.update({k: result[k] for k in COUNTED})
             totals["fleet-days"] += 1
             if result["problems"]:
                 failed.append(result)
                 kinds.update(p.split(":", 1)[0] for p in result["problems"])  # type: ignore[union-attr]
-                seed, fleet, faults, period = result["combo"]  # type: ignore[misc]
-                print(f"FAILED seed {seed}, {fleet}, {faults}, {period} s: {result['problems'][:2]}", flush=True)
+                seed, fleet, faults, how = result["combo"]  # type: ignore[misc]
+                how = f"{how} s" if isinstance(how, int) else f"event-driven, {how}"
+                print(f"FAILED seed {seed}, {fleet}, {faults}, {how}: {result['problems'][:2]}", flush=True)
                 if args.first_failure:
                     pool.shutdown(cancel_futures=True)
                     break
     seconds = time.monotonic() - started
-    print(f"{totals['fleet-days']} fleet-days ({', '.join(f'{p} s' for p in PERIODS)} cycles), {totals['cycles']} "
+    print(f"{totals['fleet-days']} fleet-days ({totals['fleet-days'] - totals['event_driven']} scheduled every "
+          f"{' or '.join(f'{p} s' for p in PERIODS)}, {totals['event_driven']} event-driven), {totals['cycles']} "
           f"cycles, {totals['drains']} drains, {totals['undrains']} undrains, {totals['approvals']} approvals, "
           f"{totals['kills']} runs killed, {totals['late_drains']} late drains over the limit (the documented "
-          f"exception), {len(failed)} fleet-days with violations {dict(kinds) or ''}, {seconds:.0f} s on "
-          f"{args.workers} workers")
+          f"exception), {totals['refusals']} cycles refused before acting, {totals['pushes']} pushes "
+          f"({totals['pushes_refused']} refused, {totals['pushes_dropped']} dropped as replays), {len(failed)} "
+          f"fleet-days with violations {dict(kinds) or ''}, {seconds:.0f} s on {args.workers} workers")
     return 1 if failed else 0
 
 

@@ -25,6 +25,7 @@ from typing import Dict, List, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
 POLICY = "plugins/module_utils/cycle_policy.py"
+VIEW = "plugins/module_utils/fleet_view.py"
 ROLE = "roles/maintenance_cycle/tasks"
 FLEET_DAYS = 1000
 
@@ -52,14 +53,26 @@ MUTATIONS: Dict[str, List[Change]] = {
     "a state file that cannot be read is taken as a first cycle, and saved over":
         [(POLICY, 'elif result.get("state_status") == "corrupt":', "elif False:"),
          (POLICY, '    if result.get("state_status") == "corrupt":\n        raise', "    if False:\n        raise")],
+    "a push saying quiet takes its host out of the event-driven runs (a lying relay hides an owed recover)":
+        [(VIEW, "if h not in self.read_quiet_at or self.worried_at.get(h, 0.0) >= self.read_quiet_at[h]\n"
+                "                   or self.covered_at.get(h, 0.0) > self.read_quiet_at[h])",
+          "if not self.hosts[h].quiet)")],
+    "a host an event-driven run covered leaves the runs without a read that found it quiet":
+        [(VIEW, "\n                   or self.covered_at.get(h, 0.0) > self.read_quiet_at[h])", ")")],
+    "a host prepares an event only another host's read shows (its write-ahead cannot record it)":
+        [(POLICY, '    if event["event_id"].upper() not in view["present"]:\n        # Another host', "    if False:\n        # Another host")],
+    "cycles side by side without VM locks are not refused":
+        [(POLICY, '    if policy["parallel_runs"] < 2:\n        return', "    return")],
     # earlier issues
+    "a VM another run holds (its lock) counts as free":
+        [(POLICY, "    elif lock.get(\"held_by\"):\n        status = HELD", "    elif False:\n        status = HELD")],
     "a fault domain counts as free once its event left (before its recover)":
         [(POLICY, '            if record.get("prepare"):\n                # Only a drain',
           '            if False:\n                # Only a drain')],
     "a host that cannot be read drops out of fault-domain accounting":
         [(POLICY, 'if view["status"] in UNSEEN_STATUSES:', "if False:")],
     "an approval goes out although a listed host failed its prepare (both layers: the plan and the confirmation)":
-        [(POLICY, '    if unprepared:\n        return "not prepared on %s"', '    if False:\n        return "not prepared on %s"'),
+        [(POLICY, "    if wanted and unprepared:", "    if False:"),
          (POLICY, 'if host in alive and all(h in alive for h in approval["hosts"]):', "if host in alive:")],
 }
 

@@ -415,6 +415,10 @@ def _deferral(needed, busy, limit):
 def _needs_prepare(view, event, policy):
     if view["status"] != FRESH or not affects(event, view["vm_name"]) or not prepare_wanted(event, policy):
         return False
+    if event["event_id"].upper() not in view["present"]:
+        # Another host's read shows the event, this host's own read (a moment earlier) not yet: its write-ahead
+        # can only record what its own read shows, so it prepares in the next cycle (the approval waits for it).
+        return False
     return _prepare_of(view, event) != PREPARE_DONE
 
 
@@ -478,16 +482,17 @@ def _approval_refusal(event, hosts, views, plan, by_vm, admitted, policy):
         return "affected hosts wait for their fault domain (%s)" % ", ".join(hosts)
     if admitted[key] == "late" or any(_record_of(views[h], event).get("late") for h in hosts):
         return "over the fault-domain limit: prepared as NotBefore is near, and left to NotBefore"
+    wanted = prepare_wanted(event, policy)
+    unprepared = [h for h in hosts if _prepare_of(views[h], event) != PREPARE_DONE
+                  and all(e["event_id"].upper() != key for e in plan[h]["prepare"])]
+    if wanted and unprepared:  # an event approved at once too (a user's reboot): prepared in this cycle first
+        return "not prepared on %s" % ", ".join(unprepared)
     if _at_once(event, policy):
         return None
     if not policy["approve_prepared_events"]:
         return "policy leaves %s events to NotBefore" % event["event_type"]
-    if not prepare_wanted(event, policy):
+    if not wanted:
         return "no prepare tasks run for %s events, so it is left to NotBefore" % event["event_type"]
-    unprepared = [h for h in hosts if _prepare_of(views[h], event) != PREPARE_DONE
-                  and all(e["event_id"].upper() != key for e in plan[h]["prepare"])]
-    if unprepared:
-        return "not prepared on %s" % ", ".join(unprepared)
     return None
 
 

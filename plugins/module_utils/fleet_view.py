@@ -11,10 +11,12 @@ see counts as busy. Without a list of expected hosts the view cannot know whom i
 so every cycle then covers the whole target.
 
 A push can only widen a run, never narrow it. A host is *owed a look* from the moment it is first heard
-of, and again whenever a push says it is not quiet; it stops being owed only when a cycle that covered it,
-and began after the last such push, reports that its own read found the host quiet (the done report's
-`read_quiet`, from the cycle playbook's last play). A push saying "quiet" changes nothing: a relay that
-reads another state file, or a forged push, can never take a host out of the runs.
+of, again whenever a push says it is not quiet, and again whenever a cycle covers it (the cycle may drain
+it, or die having drained it); it stops being owed only when a cycle that covered it, and began after the
+last such push and after every earlier cycle that covered it, reports that its own read found the host
+quiet (the done report's `read_quiet`, from the cycle playbook's last play). A push saying "quiet" changes
+nothing: a relay that reads another state file, or lies, can never take a host out of the runs, not even
+after a cycle drained it.
 
 News is gathered for `gather_seconds` before it starts a cycle: the relays of one event's VMs poll once a
 second each, so a whole fault domain's news arrives spread over about a second. Starting at the first push
@@ -103,6 +105,7 @@ class FleetView:
     duplicates: int = 0
     worried_at: Dict[str, float] = field(default_factory=dict)   # last push that said the host may have work
     read_quiet_at: Dict[str, float] = field(default_factory=dict)  # start of the last run that read it quiet
+    covered_at: Dict[str, float] = field(default_factory=dict)   # start of the last run that covered it
     seen: Dict[str, Dict[Any, float]] = field(default_factory=dict)   # host -> (relay_id, seq) -> when
     started: Dict[int, Run] = field(default_factory=dict)   # recent runs, ended or not, for read_quiet
 
@@ -172,7 +175,8 @@ class FleetView:
         # type: () -> Set[str]
         """Hosts heard from that no cycle has read quiet since a push last said they might have work."""
         return set(h for h in self.hosts   # a push in the tick a run began may be newer than its read: owed
-                   if h not in self.read_quiet_at or self.worried_at.get(h, 0.0) >= self.read_quiet_at[h])
+                   if h not in self.read_quiet_at or self.worried_at.get(h, 0.0) >= self.read_quiet_at[h]
+                   or self.covered_at.get(h, 0.0) > self.read_quiet_at[h])   # a later run may have drained it
 
     def with_work(self, now):
         # type: (float) -> List[str]
@@ -200,6 +204,8 @@ class FleetView:
         self.runs += 1
         hosts = sorted(work | self.pending) if self.settings.expected_hosts else []
         run = Run(self.runs, hosts, sorted(news), sorted(stale), now, self.leave_alone(hosts, now))
+        for host in hosts or set(self.hosts) | set(self.settings.expected_hosts):
+            self.covered_at[host] = now   # owed a look until a run that began now or later reads it quiet
         self.running[run.number] = run
         self.started[run.number] = run
         for number in sorted(self.started)[:-KEPT_RUNS]:

@@ -38,13 +38,22 @@ import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
+from ansible_collections.azure_imds.scheduled_events.plugins.filter.read_quiet import read_quiet
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.approval import plan_approval
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_lock import (
+    DELETE,
+    LockError,
+    claim,
+    refresh,
+    release,
+)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_policy import (
     AFTER_RECOVER,
     BEFORE_PREPARE,
     PREPARED,
+    PolicyError,
     confirm_approvals,
     plan_cycle,
     state_for_step,
@@ -66,6 +75,7 @@ SHORT_FREEZE_S = 10  # the policy's approve_freeze_max_seconds: approved at once
 POLICY = {"max_fault_domains_in_maintenance": LIMIT, "prepare_configured": True, "prepare_anyway_seconds": 480.0,
           "approve_freeze_max_seconds": SHORT_FREEZE_S}
 SETTLE_CYCLES = 12  # after the faults stop, a drain whose events are gone is undone within this many cycles
+LEASE_S = 900.0  # the role's maintenance_cycle_lock_seconds
 
 
 @dataclass
@@ -109,22 +119,40 @@ class Verdict:
 
 
 @dataclass
+class Cycle:
+    """One run of the role (a playbook run): its hosts, and what it has done so far. Several may run at once
+    (the event-driven source's max_parallel_runs), their steps interleaved."""
+    owner: str                      # the owner of the VM locks it takes
+    hosts: List[str]
+    leave_alone: Set[str] = field(default_factory=set)  # in the play, not contacted (counted busy)
+    alive: Set[str] = field(default_factory=set)   # hosts still in the play
+    lost: Set[str] = field(default_factory=set)    # unreachable: nothing more runs on them, their lock stays
+    read: Set[str] = field(default_factory=set)    # hosts its claim reached (its `always` releases their locks)
+    unknown_status: bool = False    # its reads serve Started events with a status this code does not know
+    before_prepare: Set[Tuple[str, str, int]] = field(default_factory=set)  # busy domains before its prepares
+    drains: List[Tuple[str, str, bool]] = field(default_factory=list)  # (VM, event, late) drained by its prepares
+    read_quiet: List[str] = field(default_factory=list)  # what its done report says its own read found quiet
+
+
+@dataclass
 class FleetRun:
     engine: Engine
     faults: Faults
     rng: random.Random
     fault_until: datetime
+    locking: bool = False  # the runs take VM locks (scheduled_events_claim with lease_seconds)
+    policy: Dict[str, Any] = field(default_factory=lambda: dict(POLICY))
     ledger: Ledger = field(default_factory=Ledger)
     verdict: Verdict = field(default_factory=Verdict)
     states: Dict[str, Optional[Dict[str, Any]]] = field(default_factory=dict)
+    locks: Dict[str, str] = field(default_factory=dict)  # VM -> its lock file's text
     last_vm: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     late_events: Set[str] = field(default_factory=set)  # events a VM was drained for late (NotBefore near)
-    before_prepare: Set[Tuple[str, str, int]] = field(default_factory=set)  # busy domains before this cycle's prepares
-    cycle_drains: List[Tuple[str, str, bool]] = field(default_factory=list)  # (VM, event, late) drained this cycle
     sent: Set[str] = field(default_factory=set)  # events whose approval reached IMDS
-    unknown_status: bool = False  # this cycle's reads serve Started events with an unknown status
     parsed: Dict[Tuple[str, int], Optional[Dict[str, Any]]] = field(default_factory=dict)  # (VM, revision): document
+    now: datetime = START
     cycles: int = 0
+    refusals: int = 0  # cycles the plan refused (PolicyError) before anything was done
 
     # ----------------------------------------------------------------------------------- ground truth
 
@@ -161,22 +189,23 @@ class FleetRun:
 
     # ------------------------------------------------------------------------- the stand-in tasks
 
-    def drain(self, vm: str, event_id: str, late: bool) -> None:
-        """A prepare task drained the VM (judged with the cycle's other prepares: judge_prepares)."""
-        self.cycle_drains.append((vm, event_id, late))
+    def drain(self, cycle: Cycle, vm: str, event_id: str, late: bool) -> None:
+        """A prepare task drained the VM (judged with the run's other prepares: judge_prepares)."""
+        cycle.drains.append((vm, event_id, late))
         if late:
             self.late_events.add(event_id)
         self.ledger.drained_for.setdefault(vm, set()).add(event_id)
         self.ledger.drains += 1
 
-    def judge_prepares(self, at: datetime) -> None:
-        """over_the_limit for the drains of this cycle's prepare tasks, which run in parallel on their hosts, so
+    def judge_prepares(self, cycle: Cycle) -> None:
+        """over_the_limit for the drains of a run's prepare tasks, which run in parallel on their hosts, so
         their order is no one's: a fault domain they brought into maintenance is over the limit when the set then
-        has more busy domains than the limit, unless an event it was drained for lists all of them (an event that
-        spans domains, alone), or it was drained only for events prepared late (counted apart)."""
+        has more busy domains than the limit (another run's drains count), unless an event it was drained for
+        lists all of them (an event that spans domains, alone), or it was drained only for events prepared late
+        (counted apart)."""
         fresh: Dict[Tuple[str, str, int], List[Tuple[str, bool]]] = {}
-        for vm, event_id, late in self.cycle_drains:
-            if self.domain(vm) not in self.before_prepare:
+        for vm, event_id, late in cycle.drains:
+            if self.domain(vm) not in cycle.before_prepare:
                 fresh.setdefault(self.domain(vm), []).append((event_id, late))
         late_only = {d for d, drains in fresh.items() if all(late for _e, late in drains)}
         busy = self.busy_domains() - late_only
@@ -189,21 +218,23 @@ class FleetRun:
                 continue
             others = {d for d in busy if d[0] == domain[0]}
             if all(others - self.listed_domains(e) for e, late in drains if not late):
-                self.verdict.add("over_the_limit", f"{domain} drained at {at} for {sorted({e for e, _l in drains})} "
-                                                   f"while {sorted(others - {domain})} were in maintenance")
-        self.cycle_drains = []
+                self.verdict.add("over_the_limit", f"{domain} drained at {self.now} for "
+                                                   f"{sorted({e for e, _l in drains})} while "
+                                                   f"{sorted(others - {domain})} were in maintenance")
+        cycle.drains = []
 
-    def undrain(self, vm: str, at: datetime) -> None:
+    def undrain(self, vm: str) -> None:
         for event_id in sorted(self.ledger.drained_for.get(vm, ())):
             if self.pending(event_id, vm):
-                self.verdict.add("undone_while_pending", f"{vm}'s drain undone at {at} while {event_id} still "
-                                                         f"lists it ({self.truth(event_id).status})")
+                self.verdict.add("undone_while_pending", f"{vm}'s drain undone at {self.now} while {event_id} "
+                                                         f"still lists it ({self.truth(event_id).status})")
         self.ledger.begun.pop(vm, None)
         if self.ledger.drained_for.pop(vm, None):
             self.ledger.undrains += 1
 
-    def approved(self, entry: Dict[str, Any], at: datetime) -> None:
+    def approved(self, entry: Dict[str, Any]) -> None:
         """Judge an approval the engine accepted."""
+        at = self.now
         for event_id in entry["event_ids"]:
             event = self.truth(event_id)
             self.verdict.approvals += 1
@@ -225,33 +256,70 @@ class FleetRun:
 
     # ----------------------------------------------------------------------------------- faults
 
-    def chance(self, p: float, at: datetime) -> bool:
-        return at < self.fault_until and p > 0 and self.rng.random() < p
+    def chance(self, p: float) -> bool:
+        return self.now < self.fault_until and p > 0 and self.rng.random() < p
 
-    def step(self, at: datetime, alive: Set[str]) -> None:
+    def step(self, cycle: Cycle) -> None:
         """A point between two tasks: the run may be killed, and each host may be lost."""
-        if self.chance(self.faults.kill, at):
+        if self.chance(self.faults.kill):
             self.verdict.kills += 1
             raise Killed()
-        for vm in sorted(alive):
-            if self.chance(self.faults.lost, at):
-                alive.discard(vm)
+        for vm in sorted(cycle.alive):
+            if self.chance(self.faults.lost):
+                cycle.alive.discard(vm)
+                cycle.lost.add(vm)
+
+    # ----------------------------------------------------------------------------------- the VM locks
+
+    def claim(self, vm: str, cycle: Cycle) -> Dict[str, Any]:
+        """scheduled_events_claim: take the run's lock (when locking), read under it; a quiet VM, or a failed
+        read, gets the lock back in the same call."""
+        lock: Dict[str, Any] = {}
+        if self.locking:
+            text, outcome = claim(self.locks.get(vm), cycle.owner, self.now, LEASE_S, f"{vm}.lock")
+            if text is not None:
+                self.locks[vm] = text
+            lock = {"taken": outcome["taken"], "held_by": outcome["held_by"]}
+        cycle.read.add(vm)
+        result = self.read(vm, cycle)
+        result["lock"] = lock
+        result["quiet"] = "events" in result and self.quiet(result)
+        if lock.get("taken") and (result["quiet"] or "events" not in result):
+            self.give_back(vm, cycle)
+        return result
+
+    def renew(self, vm: str, cycle: Cycle) -> bool:
+        """The lease renewed before a step that changes the VM (save, recover, approve); False when the run no
+        longer holds the VM (its lease ran out and another run took it): the host fails, nothing is done."""
+        if not self.locking:
+            return True
+        try:
+            self.locks[vm] = refresh(self.locks.get(vm), cycle.owner, self.now, LEASE_S, f"{vm}.lock")
+        except LockError:
+            cycle.alive.discard(vm)
+            return False
+        return True
+
+    def give_back(self, vm: str, cycle: Cycle) -> None:
+        if vm in self.locks and release(self.locks[vm], cycle.owner) is DELETE:
+            del self.locks[vm]
 
     # ----------------------------------------------------------------------------------- the cycle
 
-    def read(self, vm: str, at: datetime) -> Dict[str, Any]:
-        if self.chance(self.faults.read, at):
+    def read(self, vm: str, cycle: Cycle) -> Dict[str, Any]:
+        if self.chance(self.faults.read):
             return {"failed": True}
+        at = self.now
         served = self.engine.serve(vm, API_VERSION, at)
         if served.kind not in ("document", "enabling"):
             return {"failed": True}
         parsed = self.parse(vm, served)
         events = annotate(parsed["events"], vm, at) if parsed else []
-        if self.unknown_status:
+        if cycle.unknown_status:
             events = [dict(e, event_status="Paused", known_status=False) if e["event_status"] == "Started" else e
                       for e in events]
         spec = self.engine.vm_state(vm).vm
-        unreadable = self.chance(self.faults.unreadable, at)
+        unreadable = self.chance(self.faults.unreadable)
         return {"events": events, "document_available": parsed is not None,
                 "document_incarnation": parsed["document_incarnation"] if parsed else None,
                 "this_vm": {"name": vm, "fault_domain": spec.fault_domain, "zone": spec.zone,
@@ -278,67 +346,105 @@ class FleetRun:
                 and not any(e["affects_this_vm"] for e in result["events"]) and (state is None or not state["events"]))
 
     def cycle(self, at: datetime) -> None:
-        self.cycles += 1
-        try:
-            self._cycle(at)
-        except Killed:
-            self.judge_prepares(at)  # what the prepare tasks did before the kill
+        """One scheduled run over the whole fleet, to its end (or its kill)."""
+        self.now = at
+        self.run_to_end(self.new_cycle(self.vms()))
 
-    def _cycle(self, at: datetime) -> None:
-        self.unknown_status = self.chance(self.faults.unknown, at)  # Azure serves a new status, to every VM
-        reads = {vm: self.read(vm, at) for vm in self.vms()}
-        alive = {vm for vm, r in reads.items() if "events" in r and not self.quiet(r)}
-        if not alive:
+    def new_cycle(self, hosts: List[str], leave_alone: Set[str] = frozenset()) -> Cycle:
+        return Cycle(owner=f"run-{self.cycles + 1}", hosts=list(hosts), leave_alone=set(leave_alone))
+
+    def run_to_end(self, cycle: Cycle) -> bool:
+        """Run a cycle's steps at once; False when it was killed."""
+        try:
+            for _ in self.steps(cycle):
+                pass
+        except Killed:
+            self.judge_prepares(cycle)  # what the prepare tasks did before the kill
+            return False
+        return True
+
+    def steps(self, cycle: Cycle) -> Iterator[None]:
+        """The role's cycle, yielding between its steps (another run may go on there; Killed ends it)."""
+        self.cycles += 1
+        cycle.unknown_status = self.chance(self.faults.unknown)  # Azure serves a new status, to every VM
+        reads: Dict[str, Dict[str, Any]] = {}
+        for vm in cycle.hosts:
+            if vm not in cycle.leave_alone:
+                reads[vm] = self.claim(vm, cycle)  # one module call per host, each its own step
+                yield
+        cycle.read_quiet = read_quiet(sorted(reads), {vm: {"maintenance_cycle_query": r} for vm, r in reads.items()})
+        cycle.alive = {vm for vm, r in reads.items() if "events" in r and not r["quiet"] and not r["lock"].get("held_by")}
+        if not cycle.alive:
             return
-        plan = plan_cycle({vm: {"result": r, "availability_set": self.engine.vm_state(vm).vm.availability_set,
-                                "last_vm": self.last_vm.get(vm)} for vm, r in reads.items()}, POLICY, at)
+        given = {vm: {"result": r, "lock": r["lock"] or None, "last_vm": self.last_vm.get(vm)} for vm, r in reads.items()}
+        given.update({vm: {"left_alone": True, "last_vm": self.last_vm.get(vm)} for vm in cycle.leave_alone})
+        for vm in given:
+            given[vm]["availability_set"] = self.engine.vm_state(vm).vm.availability_set
+        try:
+            plan = plan_cycle(given, self.policy, self.now)
+        except PolicyError:
+            self.refusals += 1  # the run fails before anything is done; its `always` gives the locks back
+            self.release_all(cycle)
+            return
         for vm, r in reads.items():
             if "events" in r:
                 self.last_vm[vm] = r["this_vm"]
         hosts = plan["hosts"]
-        self.step(at, alive)
+        self.step(cycle)
+        yield
         # Owed recovers, before any prepare.
-        for vm in sorted(alive):
-            if not hosts[vm]["recover"]:
+        for vm in sorted(cycle.alive):
+            if not hosts[vm]["recover"] or not self.renew(vm, cycle):
                 continue
-            if self.chance(self.faults.recover, at):
+            if self.chance(self.faults.recover):
                 if self.rng.random() < 0.5:
-                    self.undrain(vm, at)  # failed after undoing the drain
-                alive.discard(vm)
+                    self.undrain(vm)  # failed after undoing the drain
+                cycle.alive.discard(vm)
                 continue
-            self.undrain(vm, at)
-            self.step(at, alive)
+            self.undrain(vm)
+            self.step(cycle)
+            yield
         # Write-ahead, then the prepare tasks, then the save before any approval.
-        for vm in sorted(alive):
+        for vm in sorted(cycle.alive):
             if hosts[vm]["prepare"] and hosts[vm]["saves"]:
-                self.save(vm, reads[vm], hosts[vm], BEFORE_PREPARE)
-        self.step(at, alive)
-        self.before_prepare, self.cycle_drains = self.busy_domains(), []
-        for vm in sorted(alive):
+                self.save(vm, cycle, reads[vm], hosts[vm], BEFORE_PREPARE)
+        self.step(cycle)
+        yield
+        cycle.before_prepare, cycle.drains = self.busy_domains(), []
+        for vm in sorted(cycle.alive):
             for event in hosts[vm]["prepare"]:
-                if vm not in alive:
+                if vm not in cycle.alive:
                     break
-                self.drain(vm, event["event_id"], event["event_id"] in hosts[vm]["late"])
-                if self.chance(self.faults.prepare, at):
-                    alive.discard(vm)
-                self.step(at, alive)  # killed or lost mid-prepare
-        self.judge_prepares(at)
-        for vm in sorted(alive):
+                self.drain(cycle, vm, event["event_id"], event["event_id"] in hosts[vm]["late"])
+                if self.chance(self.faults.prepare):
+                    cycle.alive.discard(vm)
+                self.step(cycle)  # killed or lost mid-prepare
+                yield
+        self.judge_prepares(cycle)
+        for vm in sorted(cycle.alive):
             if hosts[vm]["save_first"]:
-                self.save(vm, reads[vm], hosts[vm], PREPARED)
-        self.step(at, alive)
-        if self.chance(self.faults.widen, at):
-            self.widen_an_event(at)
-        approved_now: Dict[str, List[str]] = {vm: [] for vm in alive}
-        for vm, planned in sorted(confirm_approvals(plan, alive).items()):
-            if planned and vm in alive:
-                approved_now[vm] = self.approve(vm, planned, hosts[vm]["saves"], at, alive)
-        for vm in sorted(alive):
-            self.save(vm, reads[vm], hosts[vm], AFTER_RECOVER, approved_now[vm])
+                self.save(vm, cycle, reads[vm], hosts[vm], PREPARED)
+        self.step(cycle)
+        yield
+        if self.chance(self.faults.widen):
+            self.widen_an_event()
+        approved_now: Dict[str, List[str]] = {vm: [] for vm in cycle.alive}
+        for vm, planned in sorted(confirm_approvals(plan, cycle.alive).items()):
+            if planned and vm in cycle.alive:
+                approved_now[vm] = self.approve(vm, cycle, planned, hosts[vm]["saves"])
+                yield
+        for vm in sorted(cycle.alive):
+            self.save(vm, cycle, reads[vm], hosts[vm], AFTER_RECOVER, approved_now[vm])
+        self.release_all(cycle)
 
-    def save(self, vm: str, result: Dict[str, Any], host_plan: Dict[str, Any], step: str,
+    def release_all(self, cycle: Cycle) -> None:
+        """The role's `always`: every host it claimed and can still reach gives its lock back."""
+        for vm in sorted(cycle.read - cycle.lost):
+            self.give_back(vm, cycle)
+
+    def save(self, vm: str, cycle: Cycle, result: Dict[str, Any], host_plan: Dict[str, Any], step: str,
              approved_now: List[str] = ()) -> None:
-        if not host_plan["saves"]:
+        if not host_plan["saves"] or not self.renew(vm, cycle):
             return
         # The role saves from its read: each save of a cycle starts from the state the cycle read.
         self.states[vm] = state_for_step(result, host_plan, step, list(approved_now))
@@ -347,32 +453,35 @@ class FleetRun:
             # later) serves them too until they are prepared or gone (it never undoes a drain they may need).
             self.ledger.begun.setdefault(vm, set()).update(e["event_id"] for e in host_plan["prepare"])
 
-    def approve(self, vm: str, planned: List[Dict[str, Any]], saves: bool, at: datetime, alive: Set[str]) -> List[str]:
-        """scheduled_events_approve (missing=ignore, state_path): re-read, decide, record, POST once."""
-        served = self.engine.serve(vm, API_VERSION, at)
+    def approve(self, vm: str, cycle: Cycle, planned: List[Dict[str, Any]], saves: bool) -> List[str]:
+        """scheduled_events_approve (missing=ignore, state_path): re-read, decide, record under the lease, POST
+        once."""
+        served = self.engine.serve(vm, API_VERSION, self.now)
         if served.kind != "document" or served.document is None:
-            alive.discard(vm)
+            cycle.alive.discard(vm)
             return []
         parsed = parse_document(json.dumps(served.document))
         decided = plan_approval(parsed, [p["event_id"] for p in planned], vm, missing="ignore", planned=planned)
         if decided.error or not decided.approve:
             return list(decided.already_started)
+        if not self.renew(vm, cycle):
+            return []  # the lease ran out: nothing recorded, nothing sent
         if saves:  # write-ahead: on record in the VM's state before the POST
             self.states[vm] = with_approved(self.states.get(vm) or empty_state(), decided.approve)
-        self.step(at, alive)
-        if vm not in alive:
+        self.step(cycle)
+        if vm not in cycle.alive:
             return []
         body = {"StartRequests": [{"EventId": i} for i in decided.approve]}
-        roll = self.rng.random() if at < self.fault_until else 1.0
+        roll = self.rng.random() if self.now < self.fault_until else 1.0
         if roll < self.faults.post:
             if roll < self.faults.post / 2:  # it reached IMDS before the connection broke
-                self.approved(self.engine.approve(vm, body, at), at)
-            alive.discard(vm)
+                self.approved(self.engine.approve(vm, body, self.now))
+            cycle.alive.discard(vm)
             return []
-        self.approved(self.engine.approve(vm, body, at), at)
+        self.approved(self.engine.approve(vm, body, self.now))
         return decided.approve + decided.already_started
 
-    def widen_an_event(self, at: datetime) -> None:
+    def widen_an_event(self) -> None:
         """Azure adds a VM to a Scheduled event's Resources (the approval must then refuse the stale plan)."""
         scheduled = [e for e in self.engine.events if e.status == "Scheduled" and not e.approved_by]
         if scheduled:
@@ -383,7 +492,7 @@ class FleetRun:
                 event.resources.append(self.rng.choice(others))
                 for state in self.engine.vms.values():  # a new document (and incarnation) for every VM
                     state.signature = None
-                self.engine._refresh(at)  # noqa: SLF001 - a fault the engine has no API for
+                self.engine._refresh(self.now)  # noqa: SLF001 - a fault the engine has no API for
 
     def vms(self) -> List[str]:
         return [v.name for v in self.engine.fleet.vms]
@@ -454,15 +563,21 @@ def scenario() -> sc.Scenario:
     return sc.Scenario(**dict(vars(base), specs=list(base.specs) + list(extra.specs)))
 
 
-def simulate(seed: int, faults: Faults, period_s: int, hours: float = 24.0, fleet: str = "one set") -> FleetRun:
-    """One fleet-day (by default): faults for the first 80 % of it, then a fault-free settle."""
+def fleet_run(kind: type, seed: int, faults: Faults, hours: float, fleet: str, **fields: Any) -> Any:
+    """A FleetRun (or a kind of it) on a fresh engine: faults for the first 80 % of `hours`, then a fault-free
+    settle."""
     mix = scenario()
-    fields, id_case = FLEETS[fleet]
-    spec = FleetSpec(**dict(mix.fleet, **fields))
+    spec_fields, id_case = FLEETS[fleet]
+    spec = FleetSpec(**dict(mix.fleet, **spec_fields))
     engine = Engine(build_fleet(spec), mix, START, time_scale=1.0, seed=seed,
                     options=EngineOptions(event_id_case=id_case))
+    return kind(engine, faults, random.Random(seed), fault_until=START + timedelta(hours=hours * 0.8), **fields)
+
+
+def simulate(seed: int, faults: Faults, period_s: int, hours: float = 24.0, fleet: str = "one set") -> FleetRun:
+    """One fleet-day (by default) of scheduled runs over the whole fleet."""
+    run = fleet_run(FleetRun, seed, faults, hours, fleet)
     end = START + timedelta(hours=hours)
-    run = FleetRun(engine, faults, random.Random(seed), fault_until=START + timedelta(hours=hours * 0.8))
     at = START
     while at < end:
         run.cycle(at)

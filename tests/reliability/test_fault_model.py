@@ -1,8 +1,9 @@
-"""The whole-system fault model (tests/reliability/fault_model.py) over seeded fleet-days: 0 violations.
+"""The whole-system fault model (tests/reliability/fault_model.py, fault_model_event_driven.py) over seeded
+fleet-days: 0 violations.
 
-`make check` runs a slice (FAULT_MODEL_EXAMPLES=1: 27 fleet-days); `make invariants` runs at least 10,000
-fleet-days through tools/fault_model_run.py; `make invariant-mutants` shows that each safety fix, reverted,
-is caught here.
+`make check` runs a slice (FAULT_MODEL_EXAMPLES=1: 27 scheduled and 3 event-driven fleet-days); `make invariants`
+runs at least 10,000 fleet-days through tools/fault_model_run.py; `make invariant-mutants` shows that each safety
+fix, reverted, is caught there.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from pathlib import Path
 
 from tests.reliability.fault_model import FAULTS, FLEETS, role_order_problems, simulate
+from tests.reliability.fault_model_event_driven import PUSH_FAULTS, SETUPS, event_driven_run, split_run
 
 ROLE = Path(__file__).resolve().parents[2] / "roles" / "maintenance_cycle"
 
@@ -35,6 +37,28 @@ def test_what_happened_to_the_vms_keeps_every_safety_rule(seed: int, fleet: str,
     assert run.ledger.drains and run.ledger.undrains and run.verdict.approvals, "the scenario exercised the cycle"
     if faults != "none":
         assert run.cycles and (run.verdict.kills or FAULTS[faults].kill == 0)
+
+
+@pytest.mark.parametrize("setup", sorted(SETUPS))
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True,
+          database=None, phases=[Phase.explicit, Phase.generate])
+@given(seed=st.integers(0, 2**31 - 1))
+def test_event_driven_runs_keep_every_safety_rule_whatever_the_pushes_say(seed: int, setup: str) -> None:
+    faults = "everything fails sometimes"
+    run = event_driven_run(seed, FAULTS[faults], PUSH_FAULTS[faults], setup)
+    assert run.verdict.problems == [], f"seed {seed}: " + json.dumps(run.verdict.problems[:8], indent=1, default=str)
+    assert run.refused and run.duplicates, "forged pushes were refused and replays dropped"
+    if SETUPS[setup] == (3, False):
+        assert run.ledger.drains == 0 and run.refusals, "cycles side by side without VM locks refuse before acting"
+    else:
+        assert run.ledger.drains and run.ledger.undrains and run.verdict.approvals
+
+
+@pytest.mark.xfail(strict=True, reason="known gap: a set split over two runs is over the limit between one run's "
+                                       "event end and its recover, which the other run cannot see (README)")
+def test_a_set_split_over_two_runs_keeps_the_limit() -> None:
+    run = split_run(1, FAULTS["none"], 60)
+    assert run.verdict.problems == [], json.dumps(run.verdict.problems[:4], indent=1, default=str)
 
 
 def test_the_model_runs_the_roles_steps_in_the_roles_order() -> None:

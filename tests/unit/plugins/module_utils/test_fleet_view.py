@@ -147,7 +147,12 @@ def test_a_silent_host_is_stale_and_counts_as_busy_once() -> None:
     assert fleet.next_run(T0 + 95) is None, "a stale host starts one run, not one a second"
     assert fleet.with_work(T0 + 95) == ["vm2"]
     fleet.accept(push("vm2", 5, relay_id="vm2"), T0 + 96)  # heard again, quiet
-    assert fleet.with_work(T0 + 96) == [] and fleet.next_run(T0 + 96) is None
+    assert fleet.next_run(T0 + 96) is None, "a quiet push is no news"
+    assert fleet.with_work(T0 + 96) == ["vm2"], "but the run that covered it did not read it quiet: still owed"
+    again = fleet.next_run(T0 + 91 + 60)   # rerun_seconds after that run
+    assert again is not None and again.hosts == ["vm2"]
+    fleet.done(again.number, read_quiet=["vm2"])
+    assert fleet.with_work(T0 + 152) == []
 
 
 def test_a_host_no_longer_quiet_is_news() -> None:
@@ -226,6 +231,27 @@ def test_a_host_leaves_the_runs_only_when_a_cycles_own_read_found_it_quiet_never
     assert fleet.with_work(T0 + 73) == []
     fleet.accept(change("vm0", 4), T0 + 74)
     assert fleet.next_run(T0 + 74).hosts == ["vm0"], "a push can always widen a run"
+
+
+def test_a_host_a_cycle_covered_stays_in_the_runs_until_a_later_read_finds_it_quiet_whatever_its_relay_says() -> None:
+    """Found by the fault model: a relay that lies (or reads another state file) says quiet all along; a cycle
+    covered its VM (stale, or a whole-target run), drained it and died, or ended with work left. The VM must
+    stay owed a look: no push said it had work, but the cycle may have left it drained."""
+    fleet = view(rerun_seconds=60)
+    fleet.accept(push("vm0", 2, quiet=True, relay_id="vm0"), T0 + 1)   # the lie: quiet, while an event lists it
+    covering = fleet.next_run(T0 + 100)   # vm0 silent for a while (stale_seconds 90): a cycle covers it
+    assert covering is not None and "vm0" in covering.hosts
+    # The cycle drains vm0 and is killed: no done report. A later run must still cover vm0.
+    fleet.running.clear()
+    fleet.accept(push("vm0", 3, quiet=True, relay_id="vm0"), T0 + 101)
+    assert "vm0" in fleet.with_work(T0 + 102), "a cycle covered it and no later read found it quiet"
+    again = fleet.next_run(T0 + 200)
+    assert again is not None and "vm0" in again.hosts
+    fleet.done(again.number)   # its read found the recover owed: not quiet
+    assert "vm0" in fleet.with_work(T0 + 201)
+    last = fleet.next_run(T0 + 300)
+    fleet.done(last.number, read_quiet=["vm0"])
+    assert "vm0" not in fleet.owed(), "a cycle's own read found it quiet"
 
 
 def test_a_host_first_heard_of_is_owed_a_look_until_a_cycle_reads_it() -> None:
