@@ -61,6 +61,9 @@ MUTATIONS: Dict[str, List[Change]] = {
         [(VIEW, "\n                   or self.covered_at.get(h, 0.0) > self.read_quiet_at[h])", ")")],
     "a host prepares an event only another host's read shows (its write-ahead cannot record it)":
         [(POLICY, '    if event["event_id"].upper() not in view["present"]:\n        # Another host', "    if False:\n        # Another host")],
+    "a Started event licenses other events to join its fault domain (it may end before the drain)":
+        [(POLICY, 'hold(domain, "%s is in %s event %s" % (name, event["event_status"], event["event_id"]), False)',
+          'hold(domain, "%s is in %s event %s" % (name, event["event_status"], event["event_id"]), True)')],
     "cycles side by side without VM locks are not refused":
         [(POLICY, '    if policy["parallel_runs"] < 2:\n        return', "    return")],
     # earlier issues

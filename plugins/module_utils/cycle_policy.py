@@ -309,7 +309,7 @@ def _busy_fault_domains(views, by_vm, outside_is_free=False):
             elif (view["status"] == BLIND and record["event_status"] != "Scheduled"
                   and affects(record, view["vm_name"])):
                 why = "%s was in %s event %s" % (view["host"], record["event_status"], record["event_id"])
-                hold(view["domain"], why, True)
+                hold(view["domain"], why, False)
         # A Started event puts every VM it lists into maintenance; so does one of a status this code does not
         # know (it may be one): only Scheduled is known not to have begun.
         for event in view["seen"]:
@@ -325,7 +325,9 @@ def _busy_fault_domains(views, by_vm, outside_is_free=False):
             for name in event["resources"]:
                 host = by_vm.get(resource_name(name))
                 domain = views[host]["domain"] if host else UNSEEN_DOMAIN
-                hold(domain, "%s is in %s event %s" % (name, event["event_status"], event["event_id"]), True)
+                # Busy, but it licenses no other event to join the domain: the event may end any moment (a Freeze of
+                # seconds stays Started for minutes), and a drain made on that word would then be one more domain.
+                hold(domain, "%s is in %s event %s" % (name, event["event_status"], event["event_id"]), False)
     return busy, set(busy) - certain
 
 

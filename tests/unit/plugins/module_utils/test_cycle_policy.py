@@ -587,6 +587,22 @@ def test_regression_a_drain_merely_begun_licenses_no_event_to_join_its_domain() 
     assert p["hosts"]["vm0"]["prepare"] == [] and ids(p["hosts"]["vm0"]["deferred"]) == [IDS["E1"]]
 
 
+def test_regression_a_started_event_licenses_no_event_to_join_its_domain() -> None:
+    """Found by the fault model's event-driven half: fault domain 1 is busy (vm2 unread, drained for all we know);
+    fault domain 0 holds only a Started Freeze of 5 s, which stays Started for minutes and may end before the next
+    task. A user's reboot on vm0 must wait: joining domain 0 on the Freeze's word would, once it ended, be a second
+    domain in maintenance."""
+    freeze = event("E0", ["vm0"], status="Started", event_type="Freeze", duration=5)
+    reboot = event("U1", ["vm0"], source="User")
+    p = plan({"vm0": result("vm0", 0, [freeze, reboot]), "vm1": result("vm1", 0, [freeze, reboot])},
+             vm2={"result": failed_read(), "availability_set": "as1", "last_vm": {"name": "vm2", "fault_domain": 1}})
+    assert p["hosts"]["vm0"]["prepare"] == [] and ids(p["hosts"]["vm0"]["deferred"]) == [IDS["U1"]]
+    assert p["hosts"]["vm0"]["approve"] == []
+    # With nothing else in maintenance, it joins the Started domain as before (it brings no other domain).
+    alone = plan({"vm0": result("vm0", 0, [freeze, reboot]), "vm1": result("vm1", 0, [freeze, reboot])})
+    assert ids(alone["hosts"]["vm0"]["prepare"]) == [IDS["U1"]] and alone["hosts"]["vm0"]["approve"] == [IDS["U1"]]
+
+
 @pytest.mark.parametrize("lock", [{}, {"taken": False, "supported": False}], ids=["locking off", "Windows VM"])
 def test_regression_side_by_side_cycles_refuse_hosts_without_a_vm_lock(lock: Dict[str, Any]) -> None:
     reboot = event("E1", ["vm0"])
