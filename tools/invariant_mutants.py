@@ -64,6 +64,9 @@ MUTATIONS: Dict[str, List[Change]] = {
     "a Started event licenses other events to join its fault domain (it may end before the drain)":
         [(POLICY, 'hold(domain, "%s is in %s event %s" % (name, event["event_status"], event["event_id"]), False)',
           'hold(domain, "%s is in %s event %s" % (name, event["event_status"], event["event_id"]), True)')],
+    "an approval is led by a host whose own read does not show the event (its save then drops the record)":
+        [(POLICY, 'views[h]["status"] == FRESH and event["event_id"].upper() in views[h]["present"]]',
+          'views[h]["status"] == FRESH]')],
     "cycles side by side without VM locks are not refused":
         [(POLICY, '    if policy["parallel_runs"] < 2:\n        return', "    return")],
     # earlier issues

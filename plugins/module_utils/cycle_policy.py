@@ -447,9 +447,11 @@ def _plan_approvals(events, views, plan, by_vm, admitted, policy):
     """Fill each leader's approve/waiting lists; returns {event id: {hosts, planned}} of the approvals."""
     approvals = {}
     for event, hosts in events:
-        leaders = [h for h in hosts if views[h]["status"] == FRESH]
+        # The leader's own read shows the event: its state then keeps the approval on record (a state is saved
+        # from its host's read, and an event that read does not show is not kept in it).
+        leaders = [h for h in hosts if views[h]["status"] == FRESH and event["event_id"].upper() in views[h]["present"]]
         if not leaders:
-            continue  # nobody of the target can approve it; the hosts' own status says why
+            continue  # nobody of the target can approve it now; the hosts' own status (or the next read) says why
         reason = _approval_refusal(event, hosts, views, plan, by_vm, admitted, policy)
         if reason is None:
             plan[leaders[0]]["approve"].append(event["event_id"])

@@ -587,6 +587,20 @@ def test_regression_a_drain_merely_begun_licenses_no_event_to_join_its_domain() 
     assert p["hosts"]["vm0"]["prepare"] == [] and ids(p["hosts"]["vm0"]["deferred"]) == [IDS["E1"]]
 
 
+def test_regression_the_leader_is_a_host_whose_own_read_shows_the_event_so_that_its_approval_stays_on_record() -> None:
+    """Found by the fault model's event-driven half: a short Freeze appeared between vm0's read and vm1's; vm0, listed
+    first, led the approval, and its save (from its own read, which did not show the Freeze) dropped the approval
+    from its state, so the next cycle approved it again."""
+    freeze = event("E1", ["vm0", "vm1"], event_type="Freeze", duration=5)
+    reads = {"vm0": result("vm0", 0, []), "vm1": result("vm1", 0, [freeze])}
+    p = plan(reads)
+    assert p["hosts"]["vm0"]["approve"] == [] and p["hosts"]["vm1"]["approve"] == [IDS["E1"]]
+    kept = state_for_step(reads["vm1"], p["hosts"]["vm1"], AFTER_RECOVER, [IDS["E1"]])
+    assert kept["approved"] == [IDS["E1"]]
+    again = plan({"vm0": result("vm0", 0, [freeze]), "vm1": result("vm1", 0, [freeze], kept)})
+    assert all(h["approve"] == [] for h in again["hosts"].values()), "approved once"
+
+
 def test_regression_a_started_event_licenses_no_event_to_join_its_domain() -> None:
     """Found by the fault model's event-driven half: fault domain 1 is busy (vm2 unread, drained for all we know);
     fault domain 0 holds only a Started Freeze of 5 s, which stays Started for minutes and may end before the next
