@@ -5,8 +5,11 @@ plan_cycle, confirm_approvals and state_for_step; approval.plan_approval; cycle_
 scheduled_events_approve records an approval before its POST) in the role's order, against the simulator's engine
 in virtual time:
 
-    read -> plan -> recover (owed, before any prepare) -> record the prepares -> prepare tasks -> save
-    -> approve (record, then POST) -> save
+    claim (lock and read, one host at a time) -> plan -> recover (owed, before any prepare) -> record the prepares
+    -> prepare tasks -> save -> approve (renew the lease, record, then POST) -> save -> release the locks
+
+Each run of the cycle is a generator over those steps (FleetRun.steps): here one scheduled run over the fleet goes
+to its end at once; fault_model_event_driven.py interleaves several, chosen by the event source's fleet view.
 
 with faults at every step: reads that fail, a run killed (every later step of the cycle does not happen) or a
 host lost (every later step on it does not happen) before, during and after the prepare tasks, around the POST
