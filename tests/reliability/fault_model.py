@@ -66,6 +66,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_
     with_approved,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.events import annotate, parse_document
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.info_task import _quiet
 from imds_simulator import scenario as sc
 from imds_simulator.engine import Engine, EngineOptions
 from imds_simulator.fleet import FleetSpec, build_fleet
@@ -323,7 +324,8 @@ class FleetRun:
                       for e in events]
         spec = self.engine.vm_state(vm).vm
         unreadable = self.chance(self.faults.unreadable)
-        return {"events": events, "document_available": parsed is not None,
+        return {"events": events, "events_for_this_vm": [e for e in events if e["affects_this_vm"]],
+                "document_available": parsed is not None,
                 "document_incarnation": parsed["document_incarnation"] if parsed else None,
                 "this_vm": {"name": vm, "fault_domain": spec.fault_domain, "zone": spec.zone,
                             "vm_scale_set_name": spec.vm_scale_set_name},
@@ -343,10 +345,8 @@ class FleetRun:
 
     @staticmethod
     def quiet(result: Dict[str, Any]) -> bool:
-        """scheduled_events_claim's quiet: the cycle ends such a host after its read."""
-        state = result["state"]
-        return (result["document_available"] and result["state_status"] != "corrupt"
-                and not any(e["affects_this_vm"] for e in result["events"]) and (state is None or not state["events"]))
+        """scheduled_events_claim's quiet (info_task's own rule): the cycle ends such a host after its read."""
+        return _quiet(result, result["state"], result["state_status"])
 
     def cycle(self, at: datetime) -> None:
         """One scheduled run over the whole fleet, to its end (or its kill)."""
@@ -358,13 +358,23 @@ class FleetRun:
 
     def run_to_end(self, cycle: Cycle) -> bool:
         """Run a cycle's steps at once; False when it was killed."""
+        steps = self.steps(cycle)
+        while True:
+            ended = self.advance(cycle, steps)
+            if ended is not None:
+                return ended
+
+    def advance(self, cycle: Cycle, steps: Iterator[None]) -> Optional[bool]:
+        """One step of a run: None while it goes on, True when it ended, False when it was killed (what its
+        prepare tasks did before the kill is judged then)."""
         try:
-            for _ in self.steps(cycle):
-                pass
+            next(steps)
+        except StopIteration:
+            return True
         except Killed:
-            self.judge_prepares(cycle)  # what the prepare tasks did before the kill
+            self.judge_prepares(cycle)
             return False
-        return True
+        return None
 
     def steps(self, cycle: Cycle) -> Iterator[None]:
         """The role's cycle, yielding between its steps (another run may go on there; Killed ends it)."""

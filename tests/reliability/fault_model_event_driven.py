@@ -36,7 +36,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay 
     relay_key,
     sign,
 )
-from tests.reliability.fault_model import API_VERSION, START, Cycle, Faults, FleetRun, Killed, fleet_run
+from tests.reliability.fault_model import API_VERSION, START, Cycle, Faults, FleetRun, fleet_run
 
 SECRET = b"the controller's shared secret, for the model"
 TICK_S = 5              # the model's clock: relays poll, the source ticks, running cycles take steps
@@ -186,14 +186,11 @@ class EventDrivenRun(FleetRun):
             if not self.running:
                 return
             current = self.rng.choice(self.running)
-            try:
-                next(current.steps)
-            except StopIteration:
+            ended = self.advance(current.cycle, current.steps)
+            if ended is not None:
                 self.running.remove(current)
+            if ended:  # a killed run sends no done report: the view gives its news back in time
                 self.view.done(current.number, current.cycle.read_quiet)
-            except Killed:
-                self.running.remove(current)  # no done report: the view gives its news back in time
-                self.judge_prepares(current.cycle)
 
 
 # How the rulebook runs the cycles: side by side under the VM locks (the shipped rulebook), one at a time
@@ -238,13 +235,8 @@ def split_run(seed: int, faults: Faults, period_s: int, hours: float = 24.0, fle
         both = [(cycle, run.steps(cycle)) for cycle in cycles]
         while both:
             cycle, steps = run.rng.choice(both)
-            try:
-                next(steps)
-            except StopIteration:
+            if run.advance(cycle, steps) is not None:
                 both.remove((cycle, steps))
-            except Killed:
-                both.remove((cycle, steps))
-                run.judge_prepares(cycle)
         run.now += timedelta(seconds=period_s)
     run.finish(run.now, period_s)
     return run
