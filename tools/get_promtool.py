@@ -6,9 +6,11 @@ downloaded (`apt-get download`, no root needed) and unpacked there (about 19 MB,
 """
 from __future__ import annotations
 
+import fcntl
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Optional, Tuple
 
@@ -26,6 +28,17 @@ def find_promtool() -> Tuple[Optional[Path], str]:
         return UNPACKED, ""
     if not shutil.which("apt-get") or not shutil.which("dpkg-deb"):
         return None, "promtool is not on PATH and this machine has no apt-get/dpkg-deb to fetch Debian's prometheus."
+    HOME.mkdir(parents=True, exist_ok=True)
+    # pytest-xdist workers ask at the same moment: one fetches and unpacks while the others wait, and the
+    # unpacked tree appears whole (renamed into place), so no worker runs a half-written promtool.
+    with open(HOME / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if UNPACKED.is_file():
+            return UNPACKED, ""
+        return _fetch_and_unpack()
+
+
+def _fetch_and_unpack() -> Tuple[Optional[Path], str]:
     download = HOME / "download"
     download.mkdir(parents=True, exist_ok=True)
     for command in (["apt-get", "download", "prometheus"], ["apt-get", "update", "-qq"],
@@ -36,10 +49,14 @@ def find_promtool() -> Tuple[Optional[Path], str]:
     packages = sorted(download.glob("prometheus_*.deb"))
     if not packages:
         return None, "apt-get could not download Debian's prometheus package (no network to the Debian mirror?)."
-    unpack = subprocess.run(["dpkg-deb", "-x", str(packages[-1]), str(HOME / "root")], capture_output=True,
+    staging = Path(tempfile.mkdtemp(prefix="root-", dir=HOME))
+    unpack = subprocess.run(["dpkg-deb", "-x", str(packages[-1]), str(staging)], capture_output=True,
                             text=True, timeout=300, check=False)
-    if unpack.returncode != 0 or not UNPACKED.is_file():
+    if unpack.returncode != 0 or not (staging / "usr" / "bin" / "promtool").is_file():
+        shutil.rmtree(staging, ignore_errors=True)
         return None, f"dpkg-deb could not unpack {packages[-1].name}: {unpack.stderr.strip()[:200]}"
+    shutil.rmtree(HOME / "root", ignore_errors=True)
+    staging.rename(HOME / "root")
     return UNPACKED, ""
 
 
