@@ -104,7 +104,9 @@ def test_https_from_the_rulebook_options_relay_push_and_done_report_check_the_ch
     finally:
         fleet.close()
     assert event["changed"] == [vm], "the relay's pushes came over HTTPS, the chain checked with its ca_file"
-    assert "refused" not in stderr and "cannot reach" not in stderr, stderr
+    # A handshake that times out on a loaded machine is retried from the spool; what must never appear is a
+    # refusal or a chain the relay could not check.
+    assert "refused" not in stderr and "certificate" not in stderr.lower(), stderr
     assert event["done_url"].startswith("https://localhost:"), "a name the certificate carries, not 0.0.0.0"
     assert event["done_ca"] == str(ca_file)
     assert unchecked.returncode != 0 and "CERTIFICATE_VERIFY_FAILED" in unchecked.stdout, "the chain is checked"
