@@ -67,6 +67,8 @@ MUTATIONS: Dict[str, List[Change]] = {
     "an approval is led by a host whose own read does not show the event (its save then drops the record)":
         [(POLICY, 'views[h]["status"] == FRESH and event["event_id"].upper() in views[h]["present"]]',
           'views[h]["status"] == FRESH]')],
+    "an event spanning beyond the limit counts as alone beside another such event":
+        [(POLICY, "    alone = not (set(busy) - own)", "    alone = not (set(busy) - (needed - certain))")],
     "cycles side by side without VM locks are not refused":
         [(POLICY, '    if policy["parallel_runs"] < 2:\n        return', "    return")],
     # earlier issues

@@ -223,9 +223,9 @@ def plan_cycle(hosts, policy=None, now=None):
     for host, view in views.items():
         by_vm.setdefault(resource_name(view["vm_name"]), host)
     plan = dict((host, _empty_plan(view)) for host, view in views.items())
-    busy, doubtful = _busy_fault_domains(views, by_vm, policy["approve_outside_play"])
+    busy, doubtful, holders = _busy_fault_domains(views, by_vm, policy["approve_outside_play"])
     events = _scheduled_events(views, by_vm)
-    admitted = _plan_prepares(events, views, plan, by_vm, busy, doubtful, policy, now)
+    admitted = _plan_prepares(events, views, plan, by_vm, busy, doubtful, holders, policy, now)
     approvals = _plan_approvals(events, views, plan, by_vm, admitted, policy)
     for host, view in views.items():
         plan[host]["recover"], plan[host]["drained_for"] = _recovers(view, plan[host]["prepare"])
@@ -287,16 +287,17 @@ def _busy_fault_domains(views, by_vm, outside_is_free=False):
 
     A domain held only by hosts the plan cannot see may or may not be in maintenance: it blocks other
     domains, but never lets more hosts join it as if it certainly were."""
-    busy, certain = {}, set()
+    busy, certain, holders = {}, set(), {}
 
-    def hold(domain, why, surely):
+    def hold(domain, why, surely, event_id=None):
         busy.setdefault(domain, why)
+        holders.setdefault(domain, set()).add(event_id.upper() if event_id else None)
         if surely:
             certain.add(domain)
 
     for view in views.values():
         if view["status"] in UNSEEN_STATUSES:
-            hold(view["domain"], "%s is %s" % (view["host"], view["status"]), False)
+            hold(view["domain"], "%s is %s" % (view["host"], view["status"]), False, "host " + view["host"])
         for record in view["records"]:
             if record.get("prepare"):
                 # Only a drain done for an event still under way licenses other events to join its domain: not
@@ -305,11 +306,11 @@ def _busy_fault_domains(views, by_vm, outside_is_free=False):
                 # in a run that died before it saved).
                 ongoing = not _owes_recover(record, view["present"].get(record["event_id"].upper()), view["vm_name"])
                 hold(view["domain"], "%s prepared for %s" % (view["host"], record["event_id"]),
-                     ongoing and record["prepare"] == PREPARE_DONE and not record.get("late"))
+                     ongoing and record["prepare"] == PREPARE_DONE and not record.get("late"), record["event_id"])
             elif (view["status"] == BLIND and record["event_status"] != "Scheduled"
                   and affects(record, view["vm_name"])):
                 why = "%s was in %s event %s" % (view["host"], record["event_status"], record["event_id"])
-                hold(view["domain"], why, False)
+                hold(view["domain"], why, False, record["event_id"])
         # A Started event puts every VM it lists into maintenance; so does one of a status this code does not
         # know (it may be one): only Scheduled is known not to have begun.
         for event in view["seen"]:
@@ -320,15 +321,16 @@ def _busy_fault_domains(views, by_vm, outside_is_free=False):
                 outside = [n for n in event["resources"] if by_vm.get(resource_name(n)) is None]
                 if outside and not outside_is_free:
                     hold(UNSEEN_DOMAIN, "%s, outside this run, is listed by %s (another run may prepare it)"
-                         % (outside[0], event["event_id"]), False)
+                         % (outside[0], event["event_id"]), False, event["event_id"])
                 continue
             for name in event["resources"]:
                 host = by_vm.get(resource_name(name))
                 domain = views[host]["domain"] if host else UNSEEN_DOMAIN
                 # Busy, but it licenses no other event to join the domain: the event may end any moment (a Freeze of
                 # seconds stays Started for minutes), and a drain made on that word would then be one more domain.
-                hold(domain, "%s is in %s event %s" % (name, event["event_status"], event["event_id"]), False)
-    return busy, set(busy) - certain
+                hold(domain, "%s is in %s event %s" % (name, event["event_status"], event["event_id"]), False,
+                     event["event_id"])
+    return busy, set(busy) - certain, holders
 
 
 def _scheduled_events(views, by_vm):
@@ -357,20 +359,27 @@ def prepare_wanted(event, policy):
     return policy["prepare_short_freezes"] or not _short_freeze(event, policy)
 
 
-def _plan_prepares(events, views, plan, by_vm, busy, doubtful, policy, now):
+def _plan_prepares(events, views, plan, by_vm, busy, doubtful, holders, policy, now):
     """Admit or defer each event as a whole; returns {event id: "admitted" | "late" | "deferred"}."""
     limit = policy["max_fault_domains_in_maintenance"]
     admitted = {}
     for event, hosts in events:
         needed = set(views[h]["domain"] for h in hosts) | _unseen_needed(event, by_vm, policy)
         certain = set(busy) - doubtful
-        verdict = _admission(needed, busy, certain, limit, _seconds_left(event, now), policy["prepare_anyway_seconds"])
+        key = event["event_id"].upper()
+        # busy, if at all, only for this event: its own records, its own outside VMs, its own unseen hosts
+        ours = set([key]) | set(("host " + h).upper() for h in hosts)
+        own = set(d for d in needed if holders.get(d, set()) <= ours)
+        verdict = _admission(needed, busy, certain, own, limit, _seconds_left(event, now),
+                             policy["prepare_anyway_seconds"])
         admitted[event["event_id"].upper()] = verdict
         # Only an event the limit itself admits lets later events join its fault domains. One that spans more
         # domains than the limit (Azure's choice), or one left to NotBefore, blocks other domains but licenses
         # nothing: another event joining them would take them down on its own, beyond the limit.
         licenses = verdict == "admitted" and (needed <= certain or len(set(busy) | needed) <= limit)
         for domain in needed:
+            if verdict != "deferred":
+                holders.setdefault(domain, set()).add(key)
             if licenses:
                 busy.setdefault(domain, "event %s" % event["event_id"])
                 doubtful.discard(domain)
@@ -396,11 +405,12 @@ def _unseen_needed(event, by_vm, policy):
     return set([UNSEEN_DOMAIN]) if any(resource_name(r) not in by_vm for r in event["resources"]) else set()
 
 
-def _admission(needed, busy, certain, limit, seconds_left, anyway_seconds):
-    # With nothing else in maintenance (at most this event's own unseen hosts), an event that spans several
-    # fault domains goes as a whole: Azure takes them together anyway, and deferring a part would leave it
-    # unprepared at NotBefore.
-    alone = not (set(busy) - (needed - certain))
+def _admission(needed, busy, certain, own, limit, seconds_left, anyway_seconds):
+    # With nothing else in maintenance (at most this event's own hosts: its own begun prepares, its own unseen
+    # hosts), an event that spans several fault domains goes as a whole: Azure takes them together anyway, and
+    # deferring a part would leave it unprepared at NotBefore. A domain another event holds (one admitted in this
+    # very cycle too) is something else in maintenance.
+    alone = not (set(busy) - own)
     if needed <= certain or len(set(busy) | needed) <= limit or alone:
         return "admitted"
     if seconds_left is not None and seconds_left <= anyway_seconds:

@@ -61,11 +61,10 @@ def test_a_set_split_over_two_runs_keeps_the_limit() -> None:
     assert run.verdict.problems == [], json.dumps(run.verdict.problems[:4], indent=1, default=str)
 
 
-@pytest.mark.xfail(strict=True, reason="known bug, found by make invariants at 4f1fa61: two events that each span "
-                                       "more fault domains than the limit are admitted in one cycle together")
 def test_two_events_spanning_beyond_the_limit_are_not_admitted_together() -> None:
-    """Seed 436: one event lists VMs of fault domains 0 and 2, another of 0, 1 and 2; each alone may go as a whole,
-    but the second is admitted because the only busy domains are ones it needs too (held by the first)."""
+    """Seed 436 of make invariants at 4f1fa61: one event lists VMs of fault domains 0 and 2, another of 0, 1 and 2;
+    each alone may go as a whole, but the second was admitted because the only busy domains were ones it needs too
+    (held by the first)."""
     run = simulate(436, FAULTS["everything fails sometimes"], 300, fleet="two sets")
     assert run.verdict.problems == [], json.dumps(run.verdict.problems[:4], indent=1, default=str)
 

@@ -451,6 +451,17 @@ def test_no_other_event_joins_the_fault_domains_of_an_event_that_spans_beyond_th
     assert p["admissions"] == {IDS["E1"]: "admitted", IDS["E2"]: "deferred"}
 
 
+def test_regression_two_events_spanning_beyond_the_limit_are_not_admitted_in_one_cycle() -> None:
+    """Found by make invariants (seed 436): E1 spans fault domains 0 and 2, E2 spans 0, 1 and 2. E1 goes as a whole
+    (nothing else in maintenance); E2 counted as alone too, since the only busy domains were ones it needs, but
+    the first event holds them: admitted, it brought domain 1 as well."""
+    first = event("E1", ["vm0", "vm2"], minutes=10)
+    second = event("E2", ["vm0", "vm1", "vm2"], minutes=12)
+    both = [first, second]
+    p = plan({"vm0": result("vm0", 0, both), "vm1": result("vm1", 1, both), "vm2": result("vm2", 2, both)})
+    assert p["admissions"] == {IDS["E1"]: "admitted", IDS["E2"]: "deferred"}
+
+
 # ------------------------------------------------------------ safe whatever happens (issue 25), rule by rule
 
 def step_state(info: Dict[str, Any], host_plan: Dict[str, Any], step: str, approved: List[str] = ()) -> Dict[str, Any]:
