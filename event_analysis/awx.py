@@ -3,7 +3,7 @@
 AWX throws its execution environment away after each job, so a history file written
 inside it is lost; the job events it keeps hold every module result. These loaders turn
 them into the same observation records the history callback writes, with the callback's
-own record builders (a copy of plugins/module_utils/history_records.py), then into the same frame
+own record builders (a copy of plugins/module_utils/observation/history_records.py), then into the same frame
 load_history returns, or into a history file the notebooks read (write_history;
 `python -m event_analysis from-awx`).
 """

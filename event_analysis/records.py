@@ -155,7 +155,7 @@ def flatten(table: pa.Table, observed_at: pa.Array) -> pa.Table:
 def affected(resources: pa.Array, vm_names: pa.Array) -> np.ndarray:
     """Per event: is the observing VM listed in `Resources`?
 
-    The same rule as module_utils.events.affects, over whole columns: exact, case-insensitive,
+    The same rule as module_utils.document.events.affects, over whole columns: exact, case-insensitive,
     tolerating the legacy leading `_`; never a substring match (vm1 is not vm10).
     """
     flat = _resource_key(pc.list_flatten(resources))

@@ -29,7 +29,7 @@ def test_build_install_and_ansible_doc_from_the_tarball(tmp_path: Path) -> None:
             "requirements-test.txt", "pyproject.toml",
             "pytest.ini", ".gitignore"}.isdisjoint(tops)
     assert {"plugins/modules/scheduled_events_info.py", "plugins/modules/scheduled_events_approve.py",
-            "plugins/module_utils/events.py", "meta/runtime.yml", "MANIFEST.json", "README.md", "CHANGELOG.md",
+            "plugins/module_utils/document/events.py", "meta/runtime.yml", "MANIFEST.json", "README.md", "CHANGELOG.md",
             "changelogs/changelog.yaml", "roles/maintenance_cycle/meta/argument_specs.yml",
             "roles/event_relay/meta/argument_specs.yml", "roles/event_relay/templates/relay.service.j2"} <= set(names)
     installed = tmp_path / "installed"

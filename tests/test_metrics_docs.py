@@ -14,8 +14,8 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.prometheus_text import render
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay_metrics import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.prometheus_text import render
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay_metrics import (
     RelayCounters,
     relay_families,
 )

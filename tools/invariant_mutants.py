@@ -8,7 +8,7 @@ lists a host that failed its prepare), so it is reverted together with that chec
 (before the approval), once a mutant here, is no longer one: the write-ahead before the prepare tasks now carries
 what it protected (a drain owes its recover whatever happens next); it still records news and marks prepares done.
 Rules the model cannot tell apart by what happens to the VMs are held by unit tests instead (tests/unit/plugins/
-module_utils/test_cycle_policy.py): a blind host holds its domain (every VM of a set sees the set's events, so
+module_utils/cycle/test_cycle_policy.py): a blind host holds its domain (every VM of a set sees the set's events, so
 another VM's read already shows the domain busy), ambiguous names (the simulator's VM names are unique), and
 that a drain made late licenses no other event to join its fault domain (the domain is drained already, so by the
 model's measure, the README's, joining it adds no fault domain in maintenance; the rule keeps another event from
@@ -24,8 +24,12 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
-POLICY = "plugins/module_utils/cycle_policy.py"
-VIEW = "plugins/module_utils/fleet_view.py"
+CYCLE = "plugins/module_utils/cycle"
+POLICY = f"{CYCLE}/cycle_policy.py"
+VIEWS = f"{CYCLE}/views.py"
+FAULT_DOMAINS = f"{CYCLE}/fault_domains.py"
+TRANSITION = f"{CYCLE}/transition.py"
+VIEW = "plugins/module_utils/relay/fleet_view.py"
 ROLE = "roles/maintenance_cycle/tasks"
 FLEET_DAYS = 1000
 
@@ -34,7 +38,7 @@ Change = Tuple[str, str, str]  # (file, the fix as it reads, the fix reverted)
 MUTATIONS: Dict[str, List[Change]] = {
     # issue 25
     "nothing is on record before the prepare tasks run (a run killed mid-prepare owes no recover)":
-        [(POLICY, "return state_after(result, prepared, failed=True, late=late)", "return state_after(result, (), late=late)")],
+        [(TRANSITION, "return state_after(result, prepared, failed=True, late=late)", "return state_after(result, (), late=late)")],
     "the role prepares before it recovers (prepare-anyway drains a second domain before the first is recovered)":
         [(f"{ROLE}/main.yml", "import_tasks: recover.yml", "import_tasks: RECOVER"),
          (f"{ROLE}/main.yml", "import_tasks: prepare.yml", "import_tasks: recover.yml"),
@@ -42,17 +46,17 @@ MUTATIONS: Dict[str, List[Change]] = {
     "a recover runs while another event still needs the host's drain":
         [(POLICY, "    if not owed or not holding:\n", "    if True:\n")],
     "a late prepare is forgotten (a later cycle approves it before NotBefore)":
-        [(POLICY, "was_late = was_late or key in late", "was_late = was_late")],
+        [(TRANSITION, "was_late = was_late or key in late", "was_late = was_late")],
     "a drain owed only a recover licenses other events to join its fault domain":
-        [(POLICY, "ongoing and record[\"prepare\"] == PREPARE_DONE", "record[\"prepare\"] == PREPARE_DONE")],
+        [(FAULT_DOMAINS, "ongoing and record[\"prepare\"] == PREPARE_DONE", "record[\"prepare\"] == PREPARE_DONE")],
     "a drain merely begun (written ahead) licenses other events to join its fault domain":
-        [(POLICY, "ongoing and record[\"prepare\"] == PREPARE_DONE and not", "ongoing and not")],
+        [(FAULT_DOMAINS, "ongoing and record[\"prepare\"] == PREPARE_DONE and not", "ongoing and not")],
     "an event of an unknown status holds no fault domain":
-        [(POLICY, 'if event["event_status"] == "Scheduled" and event.get("known_status", True):',
+        [(FAULT_DOMAINS, 'if event["event_status"] == "Scheduled" and event.get("known_status", True):',
           'if event["event_status"] != "Started":')],
     "a state file that cannot be read is taken as a first cycle, and saved over":
-        [(POLICY, 'elif result.get("state_status") == "corrupt":', "elif False:"),
-         (POLICY, '    if result.get("state_status") == "corrupt":\n        raise', "    if False:\n        raise")],
+        [(VIEWS, 'elif result.get("state_status") == "corrupt":', "elif False:"),
+         (TRANSITION, '    if result.get("state_status") == "corrupt":\n        raise', "    if False:\n        raise")],
     "a push saying quiet takes its host out of the event-driven runs (a lying relay hides an owed recover)":
         [(VIEW, "if h not in self.read_quiet_at or self.worried_at.get(h, 0.0) >= self.read_quiet_at[h]\n"
                 "                   or self.covered_at.get(h, 0.0) > self.read_quiet_at[h])",
@@ -62,27 +66,37 @@ MUTATIONS: Dict[str, List[Change]] = {
     "a host prepares an event only another host's read shows (its write-ahead cannot record it)":
         [(POLICY, '    if event["event_id"].upper() not in view["present"]:\n        # Another host', "    if False:\n        # Another host")],
     "a Started event licenses other events to join its fault domain (it may end before the drain)":
-        [(POLICY, 'hold(domain, "%s is in %s event %s" % (name, event["event_status"], event["event_id"]), False)',
-          'hold(domain, "%s is in %s event %s" % (name, event["event_status"], event["event_id"]), True)')],
+        [(FAULT_DOMAINS, 'event["event_id"]), False,\n                     event["event_id"])',
+          'event["event_id"]), True,\n                     event["event_id"])')],
     "an approval is led by a host whose own read does not show the event (its save then drops the record)":
         [(POLICY, 'views[h]["status"] == FRESH and event["event_id"].upper() in views[h]["present"]]',
           'views[h]["status"] == FRESH]')],
     "an event spanning beyond the limit counts as alone beside another such event":
-        [(POLICY, "    alone = not (set(busy) - own)", "    alone = not (set(busy) - (needed - certain))")],
+        [(FAULT_DOMAINS, "    alone = not (set(busy) - own)", "    alone = not (set(busy) - (needed - certain))")],
     "cycles side by side without VM locks are not refused":
         [(POLICY, '    if policy["parallel_runs"] < 2:\n        return', "    return")],
     # earlier issues
     "a VM another run holds (its lock) counts as free":
-        [(POLICY, "    elif lock.get(\"held_by\"):\n        status = HELD", "    elif False:\n        status = HELD")],
+        [(VIEWS, "    elif lock.get(\"held_by\"):\n        status = HELD", "    elif False:\n        status = HELD")],
     "a fault domain counts as free once its event left (before its recover)":
-        [(POLICY, '            if record.get("prepare"):\n                # Only a drain',
+        [(FAULT_DOMAINS, '            if record.get("prepare"):\n                # Only a drain',
           '            if False:\n                # Only a drain')],
     "a host that cannot be read drops out of fault-domain accounting":
-        [(POLICY, 'if view["status"] in UNSEEN_STATUSES:', "if False:")],
+        [(FAULT_DOMAINS, 'if view["status"] in UNSEEN_STATUSES:', "if False:")],
     "an approval goes out although a listed host failed its prepare (both layers: the plan and the confirmation)":
         [(POLICY, "    if wanted and unprepared:", "    if False:"),
          (POLICY, 'if host in alive and all(h in alive for h in approval["hosts"]):', "if host in alive:")],
 }
+
+
+def mutated_texts(root: Path, name: str) -> Dict[str, str]:
+    """{path: text} with the fix behind `name` reverted; AssertionError when the fix is no longer where it was."""
+    changes = MUTATIONS[name]
+    mutated = {path: (root / path).read_text() for path, _old, _new in changes}
+    for path, old, new in changes:
+        assert mutated[path].count(old) == 1, f"the fix behind {name!r} is no longer where this script looks"
+        mutated[path] = mutated[path].replace(old, new)
+    return mutated
 
 
 def caught(root: Path) -> Tuple[bool, str]:
@@ -102,11 +116,7 @@ def main(argv: List[str]) -> int:
             if only not in name:
                 continue
             originals = {path: (root / path).read_text() for path, _old, _new in changes}
-            mutated = dict(originals)
-            for path, old, new in changes:
-                assert mutated[path].count(old) == 1, f"the fix behind {name!r} is no longer where this script looks"
-                mutated[path] = mutated[path].replace(old, new)
-            for path, text in mutated.items():
+            for path, text in mutated_texts(root, name).items():
                 (root / path).write_text(text)
             found, evidence = caught(root)
             print(f"{'CAUGHT' if found else 'MISSED'}: {name}\n    {evidence}", flush=True)

@@ -10,7 +10,7 @@ import os
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_file import update_under_guard
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import update_under_guard
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.controller_lock import (
     give_back,
     process,

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_file import update_under_guard
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import update_under_guard
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.vm_memory import update
 
 ARGUMENT_SPEC = dict(

@@ -93,12 +93,12 @@ import time
 
 from ansible import context
 from ansible.plugins.callback import CallbackBase
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.history_records import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.history_records import (
     APPROVE_MODULE, READ_MODULES, action, action_kind, approval, is_completed_read, observation, record_line,
     trigger_of)
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_file import replace_file
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.prometheus_text import render
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.state_reader import read_text
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import replace_file
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.prometheus_text import render
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.state_reader import read_text
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.cycle_metrics import (
     RunTally, add_run, controller_families, counters_text, load_counters, tally_plan, tally_record)
 

@@ -1,8 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters that expose the maintenance cycle's decisions (module_utils/cycle_policy.py) to the role and
-the watch playbook.
+"""Filters that expose the maintenance cycle's decisions (module_utils/cycle/) to the role and the watch playbook.
 
 The I/O edge of the pure module: the clock, randomness and the play's host variables come in here.
 """
@@ -14,14 +13,21 @@ from datetime import datetime, timezone
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils import cycle_policy
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import state_text
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle import (
+    cycle_policy,
+    run_name,
+    transition,
+    views,
+    watch as watch_book,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import state_text
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.errors import PolicyError
 
 
 def _guard(func, *args, **kwargs):
     try:
         return func(*args, **kwargs)
-    except cycle_policy.PolicyError as exc:
+    except PolicyError as exc:
         raise AnsibleFilterError(str(exc))
 
 
@@ -46,7 +52,7 @@ def read_vms(hosts, hostvars):
     """{host: this_vm} of the hosts this run read (what vm_memory remembers)."""
     reads = dict((host, hostvars[host].get("maintenance_cycle_query")) for host in hosts)
     return dict((host, read["this_vm"]) for host, read in reads.items()
-                if cycle_policy.was_read(read) and not hostvars[host].get("maintenance_cycle_left_alone"))
+                if views.was_read(read) and not hostvars[host].get("maintenance_cycle_left_alone"))
 
 
 def cycle_confirm(plan, alive_hosts):
@@ -54,18 +60,18 @@ def cycle_confirm(plan, alive_hosts):
 
 
 def cycle_state(result, prepared_now=None, approved_now=None, recovered=None, failed=False):
-    state = _guard(cycle_policy.state_after, dict(result), list(prepared_now or []), list(approved_now or []),
+    state = _guard(transition.state_after, dict(result), list(prepared_now or []), list(approved_now or []),
                    list(recovered or []), bool(failed))
     return state_text(state)
 
 
 def cycle_step_state(result, host_plan, step, approved_now=None):
-    state = _guard(cycle_policy.state_for_step, dict(result), dict(host_plan), str(step), list(approved_now or []))
+    state = _guard(transition.state_for_step, dict(result), dict(host_plan), str(step), list(approved_now or []))
     return state_text(state)
 
 
 def cycle_run_name(controller, awx_job_id=None):
-    return cycle_policy.run_name(controller, secrets.randbelow(2 ** 48), datetime.now(timezone.utc), awx_job_id)
+    return run_name.run_name(controller, secrets.randbelow(2 ** 48), datetime.now(timezone.utc), awx_job_id)
 
 
 def _now():
@@ -74,27 +80,27 @@ def _now():
 
 def watch_start(given):
     """{settings, book}: the watch's checked settings and a host's book (the `watch` host fact)."""
-    settings = _guard(cycle_policy.watch_settings, dict(given or {}))
-    return {"settings": settings, "book": cycle_policy.watch_start(settings, _now())}
+    settings = _guard(watch_book.watch_settings, dict(given or {}))
+    return {"settings": settings, "book": watch_book.watch_start(settings, _now())}
 
 
 def watch_timing(watch):
     """This round's timing for a host, now: how long to wait, and how long it has not been read."""
     now = _now()
-    unread, too_long = cycle_policy.watch_unread(watch["book"], watch["settings"], now)
-    return {"wait_seconds": cycle_policy.watch_wait_seconds(watch["book"], watch["settings"], now),
+    unread, too_long = watch_book.watch_unread(watch["book"], watch["settings"], now)
+    return {"wait_seconds": watch_book.watch_wait_seconds(watch["book"], watch["settings"], now),
             "unread_seconds": round(unread), "unread_too_long": too_long}
 
 
 def watch_after_round(watch, result):
-    return dict(watch, book=cycle_policy.watch_after_round(watch["book"], dict(result), _now()))
+    return dict(watch, book=watch_book.watch_after_round(watch["book"], dict(result), _now()))
 
 
 def watch_done(hosts, hostvars, hosts_in_target):
     watches = [hostvars[host]["watch"] for host in hosts]
     if not watches:
         return False  # no host in the round: the next round (or the deadline) decides
-    return cycle_policy.watch_done([w["book"] for w in watches], int(hosts_in_target), watches[0]["settings"], _now())
+    return watch_book.watch_done([w["book"] for w in watches], int(hosts_in_target), watches[0]["settings"], _now())
 
 
 class FilterModule(object):

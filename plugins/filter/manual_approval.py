@@ -1,13 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The manual approval's plan (module_utils/approval.py) for playbooks/approve.yml."""
+"""The manual approval's plan (module_utils/document/approval.py) for playbooks/approve.yml."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.approval import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.approval import (
     ApprovalRequestError,
     manual_approval_plan,
 )

@@ -202,16 +202,16 @@ started:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.approve_task import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.approve_task import (
     MUTUALLY_EXCLUSIVE,
     REQUIRED_ONE_OF,
     argument_spec,
     run_approve,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_file import update_under_guard
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import run_module
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.state_file import write_state
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.state_reader import read_text
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import update_under_guard
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import run_module
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.state_file import write_state
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.state_reader import read_text
 
 
 def main():

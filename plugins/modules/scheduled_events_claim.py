@@ -174,10 +174,10 @@ transport:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.claim_task import argument_spec, run_claim
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_file import update_under_guard
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import run_module
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.state_reader import read_text
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.claim_task import argument_spec, run_claim
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import update_under_guard
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import run_module
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.state_reader import read_text
 
 
 def main():

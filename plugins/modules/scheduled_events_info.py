@@ -285,9 +285,9 @@ raw:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.info_task import argument_spec, run_info
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import run_module
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.state_reader import read_text
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.info_task import argument_spec, run_info
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import run_module
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.state_reader import read_text
 
 
 def main():

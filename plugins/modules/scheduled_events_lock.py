@@ -122,9 +122,9 @@ lock:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_file import update_under_guard
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_task import argument_spec, run_lock
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import run_module
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import update_under_guard
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.lock_task import argument_spec, run_lock
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import run_module
 
 
 def main():

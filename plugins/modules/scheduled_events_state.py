@@ -98,9 +98,9 @@ lock:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lock_file import update_under_guard
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import run_module
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.state_file import argument_spec, run_save
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import update_under_guard
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import run_module
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.state_file import argument_spec, run_save
 
 
 def main():

@@ -18,7 +18,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_lock import DELETE
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.cycle_lock import DELETE
 
 
 @dataclass(frozen=True)

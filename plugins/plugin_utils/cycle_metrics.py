@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.history_records import TRIGGERS
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.prometheus_text import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.history_records import TRIGGERS
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.prometheus_text import (
     PREFIX,
     Family,
     histogram_samples,

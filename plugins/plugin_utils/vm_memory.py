@@ -5,7 +5,7 @@
 
 A VM the cycle cannot read (rebooting, evicted, left alone because its relay says it is inside a started
 event) holds a fault domain of its set. Known, it holds that one; unknown, it holds every new one of its
-set (cycle_policy.UNKNOWN_DOMAIN), which also stops the events of its own fault domain. So each cycle
+set (cycle/views.UNKNOWN_DOMAIN), which also stops the events of its own fault domain. So each cycle
 remembers what its reads said, and the plan gives an unread host its remembered VM as `last_vm`.
 
 Only the modules' own reads go in, never a relay's push. Entries older than max_age_hours are forgotten

@@ -20,14 +20,14 @@ from typing import Any, Callable, Dict, Optional
 from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.plugins.action.normal import ActionModule as NormalAction
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.imds import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import (
     ImdsError,
     checked_size,
     status_error,
     timeout_error,
     unreachable_error,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
     StateUnreadable,
     TaskEdges,
     TaskFailed,

@@ -19,8 +19,8 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.template import Templar, trust_as_template
 from dateutil.rrule import rrulestr
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_policy import PolicyError, \
-    watch_settings
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.errors import PolicyError
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.watch import watch_settings
 
 REPO = Path(__file__).resolve().parents[2]
 AWX = REPO / "awx"

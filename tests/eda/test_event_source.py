@@ -17,7 +17,7 @@ from typing import List, Any, Dict, Optional, Tuple
 
 import pytest
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import SIGNATURE_HEADER, relay_key, sign
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import SIGNATURE_HEADER, relay_key, sign
 from tests.conftest import COLLECTIONS_PATH
 from tests.eda.rulebook_setup import free_port
 

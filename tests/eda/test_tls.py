@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from imds_simulator.fleet import FleetSpec
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import relay_key
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import relay_key
 from tests.eda.test_event_source import TOKEN, Source, load_source, started
 from tests.live_fleet import LiveFleet
 from tests.relay.test_relay_process import RelayBench

@@ -22,8 +22,8 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 import yaml
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import relay_key
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay_program import RelayConfig
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import relay_key
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay_program import RelayConfig
 from imds_simulator.fleet import FleetSpec
 from tests.conftest import COLLECTIONS_PATH
 from tests.integration.runner import RECAP, WINDOWS_DOUBLE
@@ -44,24 +44,29 @@ BECOME_DOUBLE = REPO / "tests" / "doubles" / "become_plugins"
 
 
 def relay_imports() -> Set[str]:
-    """relay_program and the module_utils it imports, transitively, as file names."""
+    """relay_program and the module_utils it imports, transitively, as paths under module_utils."""
     found: Set[str] = set()
-    todo = ["relay_program"]
+    todo = ["relay.relay_program"]
     while todo:
         name = todo.pop()
         if name in found:
             continue
         found.add(name)
-        for node in ast.walk(ast.parse((MODULE_UTILS / f"{name}.py").read_text())):
+        for node in ast.walk(ast.parse((MODULE_UTILS / f"{name.replace('.', '/')}.py").read_text())):
             modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
                 [a.name for a in node.names] if isinstance(node, ast.Import) else []
             todo += [m[len(PACKAGE) + 1:] for m in modules if m.startswith(PACKAGE + ".")]
-    return {f"{name}.py" for name in found}
+    return {f"{name.replace('.', '/')}.py" for name in found}
 
 
-def test_the_role_installs_exactly_the_relays_code() -> None:
+def relay_folders() -> Set[str]:
+    """The concept folders the relay's code lives in: the role installs them whole."""
+    return {name.split("/")[0] for name in relay_imports()}
+
+
+def test_the_role_installs_the_folders_of_the_relays_code() -> None:
     role_vars = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
-    assert sorted(role_vars["event_relay_code_files"]) == sorted(relay_imports())
+    assert sorted(role_vars["event_relay_code_folders"]) == sorted(relay_folders())
 
 
 def test_the_configuration_is_the_relays_settings_with_its_defaults_and_every_variable_is_documented() -> None:
@@ -188,14 +193,17 @@ def _install(bench: RoleBench) -> None:
     paths = RoleBench.paths(bench.root)
     package = Path(paths["event_relay_prefix"]) / "lib" / PACKAGE.replace(".", "/")
     config_dir, state_dir = Path(paths["event_relay_config_dir"]), Path(paths["event_relay_state_dir"])
-    code = {p.name: p for p in package.iterdir()}
-    assert set(code) == relay_imports() | {"__init__.py"}
-    for name in relay_imports():
+    code = {str(p.relative_to(package)): p for p in package.rglob("*") if p.is_file()}
+    shipped = {str(p.relative_to(MODULE_UTILS)) for folder in relay_folders() for p in (MODULE_UTILS / folder).glob("*.py")}
+    assert relay_imports() <= shipped
+    assert set(code) == shipped | {"__init__.py"} | {f"{folder}/__init__.py" for folder in relay_folders()}
+    for name in shipped:
         assert code[name].read_bytes() == (MODULE_UTILS / name).read_bytes(), f"{name} is the collection's own"
-    for level in [package, *list(package.parents)[:4]]:  # ansible_collections/ ... module_utils/
+    for level in [*(package / f for f in relay_folders()), package, *list(package.parents)[:4]]:
         init = level / "__init__.py"
         assert init.read_text() == "" and _mode(init) == 0o644, "each level a regular package"
     assert all(_mode(p) == 0o644 for p in code.values()) and _mode(package) == 0o755
+    assert all(_mode(package / folder) == 0o755 for folder in relay_folders())
     assert _mode(state_dir) == 0o700 and _mode(config_dir / "relay.json") == 0o600
     assert _mode(config_dir / "token") == 0o600
     assert (config_dir / "token").read_bytes() == relay_key(TOKEN, bench.vm) + b"\n", "the VM's own key"
@@ -215,7 +223,7 @@ def _install(bench: RoleBench) -> None:
     unit = unit_file(unit_path.read_text())
     service = dict(unit["Service"])
     environment = [value for key, value in unit["Service"] if key == "Environment"]
-    assert service["ExecStart"] == f"{PLAIN_PYTHON} -m {PACKAGE}.relay_program {config_dir / 'relay.json'}"
+    assert service["ExecStart"] == f"{PLAIN_PYTHON} -m {PACKAGE}.relay.relay_program {config_dir / 'relay.json'}"
     assert f"PYTHONPATH={Path(paths['event_relay_prefix']) / 'lib'}" in environment
     assert service["Restart"] == "always" and service["User"] == getpass.getuser()
     assert service["RestartPreventExitStatus"] == "2", "a configuration error is said once, not in a restart loop"

@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 import jsonschema
 import pytest
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import (
     PushError,
     SIGNATURE_HEADER,
     check_push,
@@ -91,7 +91,7 @@ class RelayBench:
     def start(self, preexec: Optional[Callable[[], None]] = None) -> None:
         env = dict(os.environ, PYTHONPATH=COLLECTIONS_PATH)
         self.process = subprocess.Popen(
-            [PLAIN_PYTHON, "-m", "ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay_program",
+            [PLAIN_PYTHON, "-m", "ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay_program",
              str(self.config)], env=env, stderr=subprocess.PIPE, text=True, preexec_fn=preexec)
 
     def stop(self, how: int = signal.SIGTERM) -> str:

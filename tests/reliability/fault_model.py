@@ -44,29 +44,23 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 from ansible_collections.azure_imds.scheduled_events.plugins.filter.read_quiet import read_quiet
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.approval import plan_approval
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_lock import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.approval import plan_approval
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.cycle_lock import (
     DELETE,
     LockError,
     claim,
     refresh,
     release,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_policy import (
-    AFTER_RECOVER,
-    BEFORE_PREPARE,
-    PREPARED,
-    PolicyError,
-    confirm_approvals,
-    plan_cycle,
-    state_for_step,
-)
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_state import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import confirm_approvals, plan_cycle
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.errors import PolicyError
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.transition import AFTER_RECOVER, BEFORE_PREPARE, PREPARED, state_for_step
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import (
     empty_state,
     with_approved,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.events import annotate, parse_document
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.info_task import _quiet
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import annotate, parse_document
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.info_task import _quiet
 from imds_simulator import scenario as sc
 from imds_simulator.engine import Engine, EngineOptions
 from imds_simulator.fleet import FleetSpec, build_fleet

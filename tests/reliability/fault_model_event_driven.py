@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.fleet_view import FleetView, ViewSettings
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.fleet_view import FleetView, ViewSettings
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import (
     PushError,
     RelaySettings,
     Tracker,

@@ -23,12 +23,12 @@ _COLLECTIONS_ROOT = str(Path(__file__).resolve().parents[7])
 if _COLLECTIONS_ROOT not in sys.path:
     sys.path.insert(0, _COLLECTIONS_ROOT)
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.fleet_view import (  # noqa: E402
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.fleet_view import (  # noqa: E402
     FleetView,
     Run,
     ViewSettings,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import (  # noqa: E402
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import (  # noqa: E402
     MAX_PUSH_BYTES,
     SIGNATURE_HEADER,
     LogLimiter,
@@ -36,7 +36,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay 
     check_push,
     held_back,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay_program import (  # noqa: E402
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay_program import (  # noqa: E402
     ConfigError,
     read_token,
 )

@@ -73,7 +73,7 @@ def test_bad_requests_fail_in_one_sentence_and_send_nothing(sim: Simulator, args
 
 def test_the_approval_is_on_record_in_the_state_before_the_post(sim: Simulator, reboot: str, tmp_path: Any) -> None:
     import json
-    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils import approve_task
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks import approve_task
 
     state_path = tmp_path / "state.json"
     seen_at_post = []
@@ -93,7 +93,7 @@ def test_the_approval_is_on_record_in_the_state_before_the_post(sim: Simulator, 
 def test_a_run_whose_lock_was_taken_over_records_and_sends_nothing(sim: Simulator, reboot: str, tmp_path: Any) -> None:
     state_path = tmp_path / "state.json"
     from datetime import datetime, timezone
-    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_lock import lock_text
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.cycle_lock import lock_text
     (tmp_path / "state.json.lock").write_text(lock_text("thief run", datetime.now(timezone.utc), 600))
     result = approve(sim, event_ids=[reboot], state_path=str(state_path), lock_owner="this run")
     assert result["failed"] and "Nothing was approved" in result["msg"] and "thief run" in result["msg"]

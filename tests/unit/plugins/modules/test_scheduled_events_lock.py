@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_lock import lock_text
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.cycle_lock import lock_text
 from ansible_collections.azure_imds.scheduled_events.plugins.modules import scheduled_events_lock
 
 from .module_runner import run

@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle_lock import DELETE
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.cycle_lock import DELETE
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.controller_lock import (
     Process,
     alive,

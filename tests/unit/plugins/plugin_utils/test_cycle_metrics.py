@@ -5,7 +5,7 @@ from typing import Dict
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.prometheus_text import render
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.prometheus_text import render
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.cycle_metrics import (
     FIRST_SEEN_MAX_AGE_S,
     Counters,

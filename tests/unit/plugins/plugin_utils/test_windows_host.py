@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.imds import MAX_BODY_BYTES, ImdsError
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.module_support import StateUnreadable
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import MAX_BODY_BYTES, ImdsError
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import StateUnreadable
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.windows_host import (
     answer_of,
     state_text_of,

@@ -1,0 +1,155 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to azure_imds.scheduled_events
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""scheduled_events_info's behaviour, independent of where it runs (see module_support)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import UNTRUSTED_ADVICE, load_state
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import (
+    annotate,
+    diff_events,
+    events_of,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
+    IMDS_ARGUMENT_SPEC,
+    StateUnreadable,
+    TaskFailed,
+    build_client,
+    guarded,
+    read_document,
+    this_vm,
+    utc_now,
+)
+
+
+def read_argument_spec():
+    """The options of a plain read (scheduled_events_claim's too)."""
+    spec = dict(IMDS_ARGUMENT_SPEC)
+    spec.update(
+        include_instance=dict(type="bool", default=True),
+        previous=dict(type="raw"),
+        state_path=dict(type="path"),
+    )
+    return spec
+
+
+def argument_spec():
+    spec = read_argument_spec()
+    spec.update(
+        wait_for_change=dict(type="bool", default=False),
+        since_incarnation=dict(type="int"),
+        wait_timeout=dict(type="float", default=300.0),
+        poll_interval=dict(type="float", default=1.0),
+    )
+    return spec
+
+
+def wait_for_document(client, since, timeout, interval, clock=time.monotonic, sleep=time.sleep):
+    """Poll until a document whose incarnation differs from `since` (or the timeout)."""
+    started = clock()
+    polls = 0
+    while True:
+        parsed = read_document(client)
+        polls += 1
+        changed = parsed is not None and parsed["document_incarnation"] != since
+        elapsed = clock() - started
+        if changed or elapsed + interval > timeout:
+            return parsed, {"changed": changed, "polls": polls, "seconds": round(elapsed, 3)}
+        sleep(interval)
+
+
+def read_state(path, edges):
+    """(state, status) from the state file on the VM; never fails the task."""
+    try:
+        text = edges.read_text(path)
+    except StateUnreadable as exc:
+        edges.warn("cannot read the state file %s (%s); %s" % (path, exc, UNTRUSTED_ADVICE))
+        return None, "corrupt"
+    state, status, message = load_state(text)
+    if message:
+        edges.warn("%s: %s" % (path, message) if status == "corrupt" else message)
+    return state, status
+
+
+def run_info(params, edges, check_mode=False, diff_mode=False):
+    """The module's result for `params`; raises TaskFailed. Reads only (the VM's lease lock is
+    scheduled_events_lock's), so check mode changes nothing."""
+    if params["wait_timeout"] < 0 or params["poll_interval"] <= 0:
+        raise TaskFailed("wait_timeout must be 0 or more and poll_interval positive.")
+    return observe(params, edges)
+
+
+def observe(params, edges):
+    """The state file and the document, diffed; raises TaskFailed."""
+    state, state_status = None, None
+    if params["state_path"]:
+        state, state_status = read_state(params["state_path"], edges)
+    previous = params["previous"]
+    if previous is None and state is not None:
+        previous = state
+    previous_incarnation, previous_events = guarded(events_of, previous)
+    client = build_client(params, edges.send)
+    facts, name = guarded(this_vm, client, params["resource_name"], params["include_instance"])
+    try:
+        return _read_events(params, edges, client, facts, name, previous, previous_incarnation, previous_events,
+                            state, state_status)
+    except TaskFailed as exc:
+        # Which VM failed is still worth knowing: a maintenance cycle keeps its fault domain in maintenance.
+        exc.result.setdefault("this_vm", dict(facts or {}, name=name) if (facts or name) else {})
+        raise
+
+
+def _read_events(params, edges, client, facts, name, previous, previous_incarnation, previous_events, state,
+                 state_status):
+    result = dict(changed=False)
+    if params.get("wait_for_change"):
+        since = params["since_incarnation"]
+        if since is None:
+            since = previous_incarnation
+        parsed, result["waited"] = guarded(
+            wait_for_document, client, since, params["wait_timeout"], params["poll_interval"])
+    else:
+        parsed = guarded(read_document, client)
+    now = utc_now()
+    if parsed is None:
+        edges.warn("IMDS answered with an empty body: no Scheduled Events document yet "
+                   "(normal right after the first request enables the service).")
+        parsed = {"document_incarnation": None, "events": [], "warnings": [], "raw": None}
+    for warning in parsed["warnings"]:
+        edges.warn(warning)
+    events = annotate(parsed["events"], name, now)
+    if name is None:
+        edges.warn("this VM's name is unknown (include_instance is false and resource_name is unset), "
+                   "so no event is matched to it.")
+    result.update(
+        document_incarnation=parsed["document_incarnation"],
+        document_available=parsed["raw"] is not None,
+        events=events,
+        events_for_this_vm=[e for e in events if e["affects_this_vm"]],
+        this_vm=dict(facts or {}, name=name) if (facts or name) else {},
+        observed_at=now.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        raw=parsed["raw"],
+    )
+    if previous is not None:
+        result["diff"] = diff_events(previous_events, events, previous_incarnation, parsed["document_incarnation"])
+    if params["state_path"]:
+        result.update(state=state, state_status=state_status, state_path=params["state_path"],
+                      quiet=_quiet(result, state, state_status))
+    return result
+
+
+def _quiet(result, state, state_status):
+    """Nothing to prepare, approve or recover: no event lists this VM, and none saved is owed anything. Every
+    VM of a set sees every event of the set; the ones an event does not list have nothing to do for it (the
+    event relay's is_quiet, the same rule). A host without a document or without a name cannot tell, and a
+    corrupt state is rewritten by a cycle; a missing one is quiet (nothing can be owed a recover)."""
+    if not result["document_available"] or not result["this_vm"].get("name") or state_status == "corrupt":
+        return False
+    if result["events_for_this_vm"]:
+        return False
+    return state is None or not state["events"]
