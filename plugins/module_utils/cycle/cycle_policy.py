@@ -86,7 +86,7 @@ DEFAULT_POLICY = {
     "approve_freeze_max_seconds": 10,
     "approve_prepared_events": True,
     "leave_to_not_before": [],
-    "approve_outside_play": False,
+    "approve_outside_inventory": False,
     "max_fault_domains_in_maintenance": 1,
     "prepare_configured": True,
     "prepare_event_types": list(KNOWN_EVENT_TYPES),
@@ -111,7 +111,7 @@ def plan_cycle(hosts, policy=None, now=None):
     for host, view in views.items():
         by_vm.setdefault(resource_name(view["vm_name"]), host)
     plan = dict((host, _empty_plan(view)) for host, view in views.items())
-    busy, doubtful, holders = busy_fault_domains(views, by_vm, policy["approve_outside_play"])
+    busy, doubtful, holders = busy_fault_domains(views, by_vm, policy["approve_outside_inventory"])
     events = _scheduled_events(views, by_vm)
     admitted = _plan_prepares(events, views, plan, by_vm, busy, doubtful, holders, policy, now)
     approvals = _plan_approvals(events, views, plan, by_vm, admitted, policy)
@@ -301,7 +301,7 @@ def _approval_refusal(event, hosts, views, plan, by_vm, admitted, policy):
         return "; ".join(("%s was left alone" if views[h]["left_alone"] else UNSEEN_REASONS[views[h]["status"]]) % h
                          for h in unseen)
     outside = [r for r in event["resources"] if resource_name(r) not in by_vm]
-    if outside and not policy["approve_outside_play"]:
+    if outside and not policy["approve_outside_inventory"]:
         return "lists VMs outside this play (%s)" % ", ".join(outside)
     if admitted[key] == "deferred":
         return "affected hosts wait for their fault domain (%s)" % ", ".join(hosts)
@@ -366,7 +366,7 @@ def _recovers(view, preparing):
 def _split_note(views, by_vm, policy):
     """Say it loudly when the run's sets have VMs it does not manage: another run may drain them, and this run sees
     that only while an event lists them (between such an event's end and the other run's recover it cannot)."""
-    if policy["approve_outside_play"]:
+    if policy["approve_outside_inventory"]:
         return []
     outside = sorted(set(name for view in views.values() for event in view["seen"] for name in event["resources"]
                          if by_vm.get(resource_name(name)) is None))

@@ -80,7 +80,7 @@ def busy_fault_domains(views, by_vm, outside_is_free=False):
 
 def unseen_needed(event, by_vm, policy):
     """An event that lists VMs outside this run takes the unseen domain with it (see busy_fault_domains)."""
-    if policy["approve_outside_play"]:
+    if policy["approve_outside_inventory"]:
         return set()
     return set([UNSEEN_DOMAIN]) if any(resource_name(r) not in by_vm for r in event["resources"]) else set()
 

@@ -16,12 +16,17 @@ __metaclass__ = type
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import DocumentError, parse_not_before
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import (
+    KNOWN_EVENT_STATUSES,
+    KNOWN_EVENT_TYPES,
+    DocumentError,
+    parse_not_before,
+)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.prometheus_text import PREFIX, Family
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import lists
 
-EVENT_TYPES = ("Freeze", "Reboot", "Redeploy", "Preempt", "Terminate")
-EVENT_STATUSES = ("Scheduled", "Started")
+EVENT_TYPES = KNOWN_EVENT_TYPES  # label values: any other type is counted as OTHER
+EVENT_STATUSES = KNOWN_EVENT_STATUSES
 EVENT_SOURCES = ("Platform", "User")
 OTHER = "other"
 PUSH_RESULTS = ("sent", "refused", "failed")

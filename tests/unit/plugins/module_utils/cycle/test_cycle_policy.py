@@ -141,7 +141,7 @@ def test_an_event_listing_vms_outside_the_target_waits_unless_allowed() -> None:
     reboot = event("E1", ["vm0", "vm9"])
     p = plan({"vm0": result("vm0", 0, [reboot])})
     assert p["hosts"]["vm0"]["approve"] == [] and "outside this play (vm9)" in p["hosts"]["vm0"]["waiting"][0]["reason"]
-    allowed = plan({"vm0": result("vm0", 0, [reboot])}, {"approve_outside_play": True})
+    allowed = plan({"vm0": result("vm0", 0, [reboot])}, {"approve_outside_inventory": True})
     assert allowed["hosts"]["vm0"]["approve"] == [IDS["E1"]]
 
 
@@ -579,7 +579,7 @@ def test_regression_a_set_split_over_two_runs_holds_what_the_other_run_may_drain
     assert p["hosts"]["vm1"]["prepare"] == [] and ids(p["hosts"]["vm1"]["deferred"]) == [IDS["E1"]]
     assert "win0, outside this run, is listed by %s" % IDS["E0"] in p["hosts"]["vm1"]["deferred"][0]["reason"]
     assert any("list VMs outside it (win0)" in n and "run one target per set" in n for n in p["notes"])
-    trusted = plan({"vm1": result("vm1", 1, [theirs, ours])}, {"approve_outside_play": True})
+    trusted = plan({"vm1": result("vm1", 1, [theirs, ours])}, {"approve_outside_inventory": True})
     assert ids(trusted["hosts"]["vm1"]["prepare"]) == [IDS["E1"]]
     # An event that lists our host and one of theirs goes as a whole: it is not held back by itself.
     both = event("E2", ["vm1", "win0"])

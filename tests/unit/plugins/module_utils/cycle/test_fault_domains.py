@@ -89,4 +89,4 @@ def test_a_vm_outside_the_run_in_an_event_holds_the_unseen_domain(outside_is_fre
     scheduled = dict(started(["vm9"]), event_status="Scheduled")
     busy, _doubtful, _holders = busy_of({"vm0": read("vm0", 0, [scheduled])}, outside_is_free)
     assert set(busy) == held, "Scheduled: another run may be preparing vm9"
-    assert unseen_needed(scheduled, {"vm0": "vm0"}, {"approve_outside_play": outside_is_free}) == held
+    assert unseen_needed(scheduled, {"vm0": "vm0"}, {"approve_outside_inventory": outside_is_free}) == held

@@ -1,0 +1,80 @@
+"""One home per rule: where a rule is spelled out of its home (a YAML choice list, a survey, documentation, another
+package), this test ties the spelling to the home, so that changing the home fails here until every copy follows.
+
+The simulator is left independent on purpose (it plays Azure, and must not learn the collection's list), but a
+test says where it differs: nowhere, today."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterator, List, Tuple
+
+import yaml
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import (
+    KNOWN_EVENT_STATUSES,
+    KNOWN_EVENT_TYPES,
+)
+from event_analysis import schema
+from imds_simulator import wire
+
+REPO = Path(__file__).resolve().parent.parent
+TYPES = set(KNOWN_EVENT_TYPES)
+
+
+def lists_of_event_types(node: Any, where: str) -> Iterator[Tuple[str, List[str]]]:
+    """Every list in a YAML or JSON tree that names an event type: each must be all of them."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from lists_of_event_types(value, f"{where}.{key}")
+    elif isinstance(node, list):
+        if node and all(isinstance(v, str) for v in node) and set(node) & TYPES:
+            yield where, node
+        for index, value in enumerate(node):
+            yield from lists_of_event_types(value, f"{where}[{index}]")
+
+
+def test_the_role_and_the_awx_surveys_offer_exactly_the_known_event_types() -> None:
+    files = [REPO / "roles/maintenance_cycle/meta/argument_specs.yml", REPO / "roles/maintenance_cycle/defaults/main.yml",
+             *sorted((REPO / "awx/surveys").glob("*.json"))]
+    found = []
+    for path in files:
+        tree = json.loads(path.read_text()) if path.suffix == ".json" else yaml.safe_load(path.read_text())
+        found += [(f"{path.relative_to(REPO)}{where}", spelled) for where, spelled in lists_of_event_types(tree, "")]
+    assert len(found) >= 5, "the role's choices and default, and the surveys' choices"
+    drifted = [(where, spelled) for where, spelled in found if sorted(spelled) != sorted(TYPES)]
+    assert not drifted, f"not {sorted(TYPES)}: {drifted}"
+
+
+def test_the_info_modules_return_docs_name_the_known_types_and_statuses() -> None:
+    docs = (REPO / "plugins/modules/scheduled_events_info.py").read_text()
+    for field, known in (("EventType", KNOWN_EVENT_TYPES), ("EventStatus", KNOWN_EVENT_STATUSES)):
+        line = re.search(r"C\(%s\) \((.*), or an unknown value\)" % field, docs).group(1)
+        assert re.findall(r"V\((\w+)\)", line) == list(known), field
+
+
+def test_the_analysis_schema_documents_a_notice_for_every_known_type() -> None:
+    assert set(schema.documented_min_notice()) == TYPES
+
+
+def test_the_simulator_plays_the_same_types_as_the_collection_knows() -> None:
+    """Independent on purpose; a type Azure adds would first appear here as a difference to decide on."""
+    assert set(wire.EVENT_TYPES) == TYPES
+
+
+def test_the_roles_policy_is_the_cycles_policy_under_the_same_names_with_the_same_defaults() -> None:
+    """DEFAULT_POLICY (cycle/cycle_policy.py) is the home: the role passes each setting from the variable of the
+    same name (prepare_configured excepted: it is whether prepare tasks are given), defaulting to the same value."""
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import DEFAULT_POLICY
+    role = REPO / "roles" / "maintenance_cycle"
+    passed = yaml.safe_load((role / "vars" / "main.yml").read_text())["maintenance_cycle_policy"]
+    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
+    assert set(passed) == set(DEFAULT_POLICY)
+    for key, expression in passed.items():
+        variable = re.match(r"\{\{ (maintenance_cycle_\w+)", expression).group(1)
+        if key == "prepare_configured":
+            assert variable == "maintenance_cycle_prepare_tasks"
+            continue
+        assert variable == f"maintenance_cycle_{key}", f"{key} is passed from {variable}"
+        assert defaults[variable] == DEFAULT_POLICY[key], f"{variable} defaults to {defaults[variable]!r}"
