@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional
 
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.quiet import is_quiet as quiet_rule
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import resource_name
 
 PUSH_VERSION = 1
@@ -79,14 +80,10 @@ def lists(event, vm_name):
 
 def is_quiet(document, state_has_work, vm_name):
     # type: (Optional[Dict[str, Any]], bool, str) -> bool
-    """Nothing for a cycle to do on this VM: no event lists it and no saved work. Every VM of a set sees every
-    event of the set; one that an event does not list has nothing to prepare, and the VMs it lists (with any
-    VM still owed a recover) are what a cycle must read. A VM without a document or a name cannot tell, so
-    it is not quiet (what cannot be seen counts as busy)."""
-    if document is None or state_has_work or not vm_name:
-        return False
-    events = document.get("Events")
-    return not any(lists(event, vm_name) for event in (events if isinstance(events, list) else [events]))
+    """The one quiet rule (cycle/quiet.py) over the relay's raw document."""
+    events = (document or {}).get("Events")
+    listed = any(lists(event, vm_name) for event in (events if isinstance(events, list) else [events]))
+    return quiet_rule(document is not None, vm_name, listed, state_has_work)
 
 
 def in_started_event(document, vm_name):

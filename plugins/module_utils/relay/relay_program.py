@@ -33,6 +33,7 @@ from urllib.error import HTTPError
 from urllib.parse import urlsplit
 from urllib.request import ProxyHandler, Request, build_opener, HTTPSHandler
 
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.quiet import owes_work
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import load_state
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import DocumentError, compute_facts
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.history_records import record_line, vm_of
@@ -402,7 +403,7 @@ def has_saved_work(path):
     except OSError:
         return True
     state, status = load_state(text)[:2]
-    return status == "corrupt" or bool(state and state["events"])
+    return owes_work(state, status)
 
 
 class Metrics:

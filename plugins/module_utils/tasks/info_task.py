@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import time
 
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.quiet import is_quiet, owes_work
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import UNTRUSTED_ADVICE, load_state
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import (
     annotate,
@@ -144,12 +145,6 @@ def _read_events(params, edges, client, facts, name, previous, previous_incarnat
 
 
 def _quiet(result, state, state_status):
-    """Nothing to prepare, approve or recover: no event lists this VM, and none saved is owed anything. Every
-    VM of a set sees every event of the set; the ones an event does not list have nothing to do for it (the
-    event relay's is_quiet, the same rule). A host without a document or without a name cannot tell, and a
-    corrupt state is rewritten by a cycle; a missing one is quiet (nothing can be owed a recover)."""
-    if not result["document_available"] or not result["this_vm"].get("name") or state_status == "corrupt":
-        return False
-    if result["events_for_this_vm"]:
-        return False
-    return state is None or not state["events"]
+    """The one quiet rule (cycle/quiet.py) over this read."""
+    return is_quiet(result["document_available"], result["this_vm"].get("name"), bool(result["events_for_this_vm"]),
+                    owes_work(state, state_status))
