@@ -20,6 +20,8 @@ from event_analysis import history_records  # a generated copy of the collection
 from event_analysis.history import HistoryError, load_records
 
 RESULT_EVENTS = ("runner_on_ok", "runner_on_failed", "runner_item_on_ok", "runner_item_on_failed", "runner_retry")
+
+
 def _utc(created: Any) -> Optional[str]:
     """A job event's `created` time in the schema's form (AWX and ansible-runner both give ISO 8601)."""
     if not isinstance(created, str) or not created:
@@ -44,18 +46,12 @@ def records_from_job_events(events: Iterable[Dict[str, Any]]) -> List[Dict[str, 
             continue
         if job_event.get("event") in ("runner_on_ok", "runner_on_failed") and isinstance(result.get("results"), list):
             continue  # a loop's summary: its items came as runner_item_* events
-        action = str(data.get("resolved_action") or data.get("task_action") or "").rsplit(".", 1)[-1]
+        module = str(data.get("resolved_action") or data.get("task_action") or "").rsplit(".", 1)[-1]
         host = data.get("host") or job_event.get("host_name") or "unknown"
-        if action in history_records.READ_MODULES and not result.get("skipped") and history_records.is_completed_read(result):
-            record = history_records.observation(host, result)
-            vms[host] = record["vm"]
+        record = history_records.record_of_result(module, host, result, vms, observed_at=_utc(job_event.get("created")),
+                                                  check_mode=bool(result.get("check_mode")))
+        if record is not None:
             records.append(record)
-        elif action == history_records.APPROVE_MODULE and not result.get("skipped") and not result.get("check_mode"):
-            record = history_records.approval(host, result, vms.get(host), observed_at=_utc(job_event.get("created")))
-            if record is not None:
-                records.append(record)
-        elif action == "include_tasks" and history_records.action_kind(result):
-            records.append(history_records.action(host, result, vms.get(host), observed_at=_utc(job_event.get("created"))))
     return records
 
 

@@ -133,3 +133,24 @@ def approval(host, data, vm, observed_at=None, trigger=None):
     record = {"record": "approval", "observed_at": observed_at or utc_now_iso(), "host": host, "event_ids": approved,
               "results": dict((i, "started" if i.upper() in started else "approved") for i in approved)}
     return _with(record, vm, trigger)
+
+
+def record_of_result(module, host, data, vms, observed_at=None, trigger=None, check_mode=False):
+    """The history record a task's result makes, or None: the one rule of what is recorded, for the live
+    callback and for histories rebuilt from AWX jobs and ansible-runner artifacts.
+
+    `module` is the task's action without its collection; `vms` ({host: vm}) learns each read's VM, so that later
+    approvals and actions of that host name it. A skipped task and an approval in check mode record nothing."""
+    if module == "include_tasks":
+        return action(host, data, vms.get(host), trigger=trigger, observed_at=observed_at)
+    if data.get("skipped"):
+        return None
+    if module in READ_MODULES:
+        if not is_completed_read(data):
+            return None
+        record = observation(host, data)
+        vms[host] = record["vm"]
+        return record
+    if module == APPROVE_MODULE and not check_mode:
+        return approval(host, data, vms.get(host), observed_at=observed_at, trigger=trigger)
+    return None

@@ -94,8 +94,7 @@ import time
 from ansible import context
 from ansible.plugins.callback import CallbackBase
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.history_records import (
-    APPROVE_MODULE, READ_MODULES, action, action_kind, approval, is_completed_read, observation, record_line,
-    trigger_of)
+    APPROVE_MODULE, record_line, record_of_result, trigger_of)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import replace_file
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.prometheus_text import render
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.state_reader import read_text
@@ -256,21 +255,9 @@ class CallbackModule(CallbackBase):
             return None
         if short == APPROVE_MODULE and data.get("failed") and not _check_mode(task, fields):
             self._tally.approvals["failed"] += 1
-        if short == "include_tasks" and action_kind(data):
-            host = _who_polled(result, fields)
-            return action(host, data, self._vms.get(host), self._trigger)
-        if short not in READ_MODULES and short != APPROVE_MODULE:
-            return None
         host = _who_polled(result, fields)
-        if short in READ_MODULES:
-            if data.get("skipped") or not is_completed_read(data):
-                return None
-            record = observation(host, data)
-            self._vms[host] = record["vm"]
-            return record
-        if data.get("skipped") or _check_mode(task, fields):
-            return None
-        return approval(host, data, self._vms.get(host), trigger=self._trigger)
+        return record_of_result(short, host, data, self._vms, trigger=self._trigger,
+                                check_mode=_check_mode(task, fields))
 
     # ---- writing --------------------------------------------------------------------------------
 
