@@ -1,0 +1,63 @@
+"""Tests mirror the code: every plugin file with logic has tests/unit/plugins/<kind>/<folder>/test_<file>.py, or
+is named below with where its behaviour is tested instead (a module through its runner, a filter through the
+playbooks). A new plugin file fails here until it has one or the other, so a newcomer always finds its tests."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+REPO = Path(__file__).resolve().parents[2]
+PLUGINS = REPO / "plugins"
+# plugin file (under plugins/) -> (what its tests call it, the tests that hold its behaviour). The action plugins
+# of the IMDS modules run whenever a module meets a Windows host: the Windows tests drive them through the role.
+TESTED_ELSEWHERE: Dict[str, Tuple[str, List[str]]] = {
+    "action/controller_lock.py": ("controller_lock", ["tests/unit/plugins/plugin_utils/test_controller_lock.py"]),
+    "action/scheduled_events_approve.py": ("approve(", ["tests/windows/test_windows_hosts.py"]),
+    "action/scheduled_events_claim.py": ("CycleBench", ["tests/windows/test_windows_hosts.py"]),
+    "action/scheduled_events_info.py": ("info(", ["tests/windows/test_windows_hosts.py"]),
+    "action/scheduled_events_lock.py": ("CycleBench", ["tests/windows/test_windows_hosts.py"]),
+    "action/vm_memory.py": ("vm_memory", ["tests/unit/plugins/plugin_utils/test_vm_memory.py"]),
+    "callback/scheduled_events_history.py": ("scheduled_events_history", ["tests/modules/test_history_callback.py"]),
+    "filter/cycle.py": ("cycle", ["tests/reliability/test_crash_safety.py"]),
+    "filter/manual_approval.py": ("manual_approval", ["tests/unit/plugins/module_utils/document/test_approval.py"]),
+    "filter/read_quiet.py": ("read_quiet", ["tests/eda/test_event_source.py"]),
+    "filter/relay_key.py": ("relay_key", ["tests/unit/plugins/module_utils/relay/test_relay.py"]),
+    "filter/task_files.py": ("task_files", ["tests/unit/plugins/plugin_utils/test_task_files.py"]),
+    "module_utils/cycle/cycle_state.py": ("cycle_state", ["tests/unit/plugins/modules/test_scheduled_events_state.py"]),
+    "module_utils/cycle/errors.py": ("PolicyError", ["tests/unit/plugins/module_utils/cycle/test_cycle_policy.py"]),
+    "module_utils/cycle/transition.py": ("state_for_step", ["tests/unit/plugins/module_utils/cycle/test_cycle_policy.py"]),
+    "module_utils/cycle/views.py": ("domain_key", ["tests/unit/plugins/module_utils/cycle/test_cycle_policy.py",
+                                    "tests/unit/plugins/module_utils/cycle/test_fault_domains.py"]),
+    "module_utils/observation/prometheus_text.py": ("prometheus_text", ["tests/test_metrics_docs.py"]),
+    "module_utils/relay/relay_program.py": ("relay_program", ["tests/relay/test_relay_process.py", "tests/relay/test_relay_spool.py"]),
+    "module_utils/tasks/approve_task.py": ("approve_task", ["tests/unit/plugins/modules/test_scheduled_events_approve.py"]),
+    "module_utils/tasks/claim_task.py": ("scheduled_events_claim", ["tests/unit/plugins/modules/test_scheduled_events_claim.py"]),
+    "module_utils/tasks/lock_task.py": ("scheduled_events_lock", ["tests/unit/plugins/modules/test_scheduled_events_lock.py"]),
+    "module_utils/tasks/module_support.py": ("module_support", ["tests/unit/plugins/module_utils/tasks/test_info_task.py"]),
+    "module_utils/tasks/state_file.py": ("scheduled_events_state", ["tests/unit/plugins/modules/test_scheduled_events_state.py"]),
+    "module_utils/tasks/state_reader.py": ("state_path", ["tests/unit/plugins/modules/test_scheduled_events_info.py"]),
+    "modules/controller_lock.py": ("controller_lock", ["tests/reliability/test_concurrency.py"]),
+    "modules/vm_memory.py": ("vm_memory", ["tests/unit/plugins/plugin_utils/test_vm_memory.py"]),
+}
+
+
+def plugin_files() -> List[str]:
+    return sorted(str(p.relative_to(PLUGINS)) for p in PLUGINS.rglob("*.py")
+                  if "doc_fragments" not in p.parts and "__pycache__" not in p.parts and p.name != "__init__.py")
+
+
+def mirror(plugin: str) -> Path:
+    path = Path(plugin)
+    return REPO / "tests" / "unit" / "plugins" / path.parent / f"test_{path.name}"
+
+
+def test_every_plugin_file_has_its_mirror_or_says_where_it_is_tested() -> None:
+    lost = [p for p in plugin_files() if not mirror(p).is_file() and p not in TESTED_ELSEWHERE]
+    assert not lost, f"no tests/unit/plugins/<kind>/<folder>/test_<file>.py and no entry here: {lost}"
+
+
+def test_every_entry_is_still_needed_and_its_tests_name_the_file() -> None:
+    for plugin, (named, tests) in TESTED_ELSEWHERE.items():
+        assert (PLUGINS / plugin).is_file(), f"{plugin} is gone: drop its entry"
+        assert not mirror(plugin).is_file(), f"{plugin} has its mirror now: drop its entry"
+        assert any(named in (REPO / test).read_text() for test in tests), f"none of {tests} uses {named}"
