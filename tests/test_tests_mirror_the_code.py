@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 PLUGINS = REPO / "plugins"
 # plugin file (under plugins/) -> (what its tests call it, the tests that hold its behaviour). The action plugins
 # of the IMDS modules run whenever a module meets a Windows host: the Windows tests drive them through the role.
