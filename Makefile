@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-test.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo demo-event-driven soak-relay test ansible-test-legs check invariants invariant-mutants sanity units newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-analysis bench-month bench-reaction venv clean
+.PHONY: demo demo-event-driven soak-relay test ansible-test-legs check invariants invariant-mutants sanity units newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-watch-tail bench-analysis bench-month bench-reaction venv clean
 
 demo: $(STAMP)
 	$(PY) tools/demo.py
@@ -98,6 +98,9 @@ bench-month: $(STAMP)
 # 200 VMs with one fault domain in maintenance, this checkout vs BENCH_BASELINE (before scheduled_events_claim
 # and the lock folded into the saves; about 15 minutes).
 BENCH_BASELINE ?= 821289b
+bench-watch-tail: $(STAMP)
+	$(PY) tools/bench_watch_tail.py --hosts 3 --rounds 3
+
 bench-cycle: $(STAMP)
 	$(PY) tools/bench_quiet_cycle.py --hosts 100 --rounds 3
 	$(PY) tools/bench_busy_cycle.py --hosts 200 --rounds 3 --baseline $(BENCH_BASELINE)

@@ -41,7 +41,7 @@ HEADER = """---
       vars:
         run_lock_state: held
 
-    - name: Check the watch settings and start each host's book (cycle_policy.watch_*)
+    - name: Check the watch settings and start each host's book (cycle/watch.py)
       ansible.builtin.set_fact:
         watch: "{{{{ watch_given | azure_imds.scheduled_events.watch_start }}}}"
         watch_failures: []
