@@ -3,13 +3,13 @@
 Reads the observation schema of docs/observation-schema.md, whether the simulator generated
 it or the collection's history callback captured it. See docs/analysis.md.
 """
-from event_analysis.domains import domain_overlaps, domain_walk, fault_domain_windows, walk_order
-from event_analysis.history import HistoryError, HistoryWarning, LoadReport, load_history, report_of, to_parquet
-from event_analysis.lifecycles import event_lifecycles
-from event_analysis.notice import notice_check, notice_summary
-from event_analysis.partitioned import partition_history
-from event_analysis.reaction import late_preparations, reaction_summary, reaction_table
-from event_analysis.sources import REACTION_SAMPLE, SAMPLE_HISTORY, choose_history, default_history
+from event_analysis.analyses.domains import domain_overlaps, domain_walk, fault_domain_windows, walk_order
+from event_analysis.loading.history import HistoryError, HistoryWarning, LoadReport, load_history, report_of, to_parquet
+from event_analysis.analyses.lifecycles import event_lifecycles
+from event_analysis.analyses.notice import notice_check, notice_summary
+from event_analysis.loading.partitioned import partition_history
+from event_analysis.analyses.reaction import late_preparations, reaction_summary, reaction_table
+from event_analysis.loading.sources import REACTION_SAMPLE, SAMPLE_HISTORY, choose_history, default_history
 from event_analysis.views import HistoryView, open_history
 
 __all__ = [

@@ -9,7 +9,7 @@ set with its overlap verdict. It reads files, globs, or a folder `partition` wro
 
 `partition` writes JSON-lines histories too big for memory (a month of a fleet's one-second relay histories)
 to a folder of Parquet parts by host, reading one file at a time; the notebooks and `summary` read such a
-folder one part at a time (see event_analysis/partitioned.py).
+folder one part at a time (see event_analysis/loading/partitioned.py).
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def summary_of(sources: List[str]) -> str:
 
 
 def from_awx(args: argparse.Namespace) -> str:
-    from event_analysis import awx
+    from event_analysis.loading import awx
 
     if args.runner:
         events, origin = awx.runner_job_events(Path(args.runner).expanduser()), f"ansible-runner {args.runner}"
@@ -77,8 +77,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                                              "which summary and the notebooks read part by part")
     split.add_argument("source", nargs="+")
     split.add_argument("destination", help="a new (or empty) folder")
-    split.add_argument("--parts", type=int, default=ea.partitioned.DEFAULT_PARTS,
-                       help=f"how many parts (default {ea.partitioned.DEFAULT_PARTS}); memory holds one at a time")
+    split.add_argument("--parts", type=int, default=ea.loading.partitioned.DEFAULT_PARTS,
+                       help=f"how many parts (default {ea.loading.partitioned.DEFAULT_PARTS}); memory holds one at a time")
     summary = sub.add_parser("summary", help="what a history holds and the notebooks' first answers: notice, durations, walk")
     summary.add_argument("source", nargs="+")
     job = sub.add_parser("from-awx", help="write the history of an AWX job or ansible-runner artifacts to a file")

@@ -24,7 +24,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from event_analysis import views
-from event_analysis.domains import domain_overlaps, domain_walk
+from event_analysis.analyses.domains import domain_overlaps, domain_walk
 
 VERDICT_COLORS: Dict[str, str] = {"below": "tab:red", "maybe below": "tab:orange", "met": "tab:green",
                                   "n/a": "tab:gray"}

@@ -14,11 +14,12 @@ from typing import Iterable, List, Optional, Sequence, Set, Union
 import numpy as np
 import pandas as pd
 
-from event_analysis import partitioned, sets
-from event_analysis.history import LoadReport, load_history, report_of
-from event_analysis.lifecycles import event_lifecycles, no_lifecycles
-from event_analysis.reaction import approvals_unneeded, no_reaction, reaction_table
-from event_analysis.sources import DEMO_HISTORY
+from event_analysis.loading import partitioned
+from event_analysis.analyses import sets
+from event_analysis.loading.history import LoadReport, load_history, report_of
+from event_analysis.analyses.lifecycles import event_lifecycles, no_lifecycles
+from event_analysis.analyses.reaction import approvals_unneeded, no_reaction, reaction_table
+from event_analysis.loading.sources import DEMO_HISTORY
 
 TimeLike = Union[str, pd.Timestamp, None]
 Hosts = Optional[Union[str, Iterable[str]]]

@@ -16,7 +16,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.docume
     KNOWN_EVENT_STATUSES,
     KNOWN_EVENT_TYPES,
 )
-from event_analysis import schema
+from event_analysis.loading import schema
 from imds_simulator import wire
 
 REPO = Path(__file__).resolve().parent.parent

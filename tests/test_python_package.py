@@ -49,7 +49,7 @@ def test_the_wheel_holds_the_two_packages_their_data_and_no_collection_content(w
     assert tops == {"event_analysis", "imds_simulator"}
     assert "event_analysis/samples/sample-history.simulated.jsonl.gz" in names
     assert "event_analysis/samples/reaction-sample.simulated.jsonl.gz.meta.json" in names
-    assert "imds_simulator/scenarios/fleet-mix.json" in names and "event_analysis/history_records.py" in names
+    assert "imds_simulator/scenarios/fleet-mix.json" in names and "event_analysis/loading/history_records.py" in names
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "scheduled-events-analysis = event_analysis.__main__:main" in text
@@ -63,7 +63,7 @@ def test_the_wheel_holds_the_two_packages_their_data_and_no_collection_content(w
 
 
 def test_the_installed_package_is_the_wheel_and_reads_no_repository_file(installed: Path, tmp_path: Path) -> None:
-    probe = ("import json, event_analysis as ea, event_analysis.awx as awx, imds_simulator\n"
+    probe = ("import json, event_analysis as ea, event_analysis.loading.awx as awx, imds_simulator\n"
              "print(json.dumps([ea.__file__, imds_simulator.__file__, awx.history_records.__file__, "
              "str(ea.SAMPLE_HISTORY)]))")
     run = run_outside(installed, tmp_path, sys.executable, "-c", probe)
@@ -93,7 +93,8 @@ def test_the_console_scripts_generate_partition_and_summarise(installed: Path, t
 
 def test_reading_from_awx_without_requests_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     """requests is the `awx` extra, not a dependency: without it, one sentence says what to install."""
-    from event_analysis import HistoryError, awx
+    from event_analysis import HistoryError
+    from event_analysis.loading import awx
 
     monkeypatch.setitem(sys.modules, "requests", None)  # as if it were not installed
     with pytest.raises(HistoryError, match=r"^reading a job from AWX needs the requests package: pip install "

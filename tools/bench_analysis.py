@@ -35,7 +35,7 @@ import pandas as pd  # noqa: E402
 import pyarrow.json as pj  # noqa: E402
 
 import event_analysis as ea  # noqa: E402
-from event_analysis.schema import LINE  # noqa: E402
+from event_analysis.loading.schema import LINE  # noqa: E402
 from imds_simulator import scenario as sc  # noqa: E402
 from imds_simulator.engine import Engine, EngineOptions  # noqa: E402
 from imds_simulator.fleet import FleetSpec, build_fleet  # noqa: E402

@@ -109,8 +109,8 @@ def _plain_parse(folder: Path) -> str:
     import pyarrow as pa
     import pyarrow.json as pj
 
-    from event_analysis.history import _file_bytes
-    from event_analysis.schema import LINE
+    from event_analysis.loading.history import _file_bytes
+    from event_analysis.loading.schema import LINE
 
     options = pj.ParseOptions(explicit_schema=LINE, unexpected_field_behavior="ignore")
     tables = [pj.read_json(pa.BufferReader(_file_bytes(p)), parse_options=options)

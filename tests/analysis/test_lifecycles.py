@@ -249,7 +249,7 @@ def test_unsorted_lines_from_several_files_are_put_in_order(tmp_path: Path) -> N
 def test_a_history_without_events_gives_no_lifecycles_and_every_step_after_copes(tmp_path: Path) -> None:
     frame = ea.load_history(write_lines(tmp_path / "h.jsonl", [observation(s, "vm0", []) for s in (0, 10)]))
     lifecycles = ea.event_lifecycles(frame, time_scale=60)
-    assert lifecycles.empty and list(lifecycles.columns) == list(ea.lifecycles.LIFECYCLE_COLUMNS)
+    assert lifecycles.empty and list(lifecycles.columns) == list(ea.analyses.lifecycles.LIFECYCLE_COLUMNS)
     assert lifecycles.attrs["time_scale"] == 60
     windows = ea.fault_domain_windows(lifecycles)
     assert windows.empty and ea.domain_walk(windows).empty and ea.walk_order(windows) == ""
@@ -308,7 +308,7 @@ def test_events_between_polls_get_zero_to_gap_notice_and_a_verdict_only_the_data
             assert not str(row.notice_verdict).startswith("no notice"), (row, truth[row.event_id])
     # A failure is a Reboot: a planned one gives 15 minutes, so any gap shorter would have shown it Scheduled.
     assert verdicts["failure"] <= {"no notice (seen)", "no notice (type)"}
-    if poll <= ea.notice.SEEN_RESOLUTION_S:  # seen by the VMs it did not take down
+    if poll <= ea.analyses.notice.SEEN_RESOLUTION_S:  # seen by the VMs it did not take down
         assert "no notice (seen)" in verdicts["failure"] and "unknown" not in verdicts.get("Preempt", set())
     else:
         assert verdicts["failure"] == {"no notice (type)"}

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 import event_analysis as ea
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document import events as module_events
-from event_analysis import sources
-from event_analysis.records import affected
+from event_analysis.loading import sources
+from event_analysis.loading.records import affected
 from tests.analysis.histories import action, at, approval, event, observation, simulate, write_lines
 
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import event_analysis as ea
-from event_analysis import partitioned
+from event_analysis.loading import partitioned
 from tests.analysis.histories import action, approval, at, event, observation, simulate, write_lines
 
 REPO = Path(__file__).resolve().parents[2]
@@ -153,7 +153,7 @@ def test_partitioning_refuses_to_mix_into_a_used_folder_or_parquet(fleet: List[P
 
 def test_parts_do_not_move_between_processes(tmp_path: Path) -> None:
     """Python's str hash is salted per process: parts must come from a hash that is not."""
-    code = "from event_analysis.partitioned import part_of; print([part_of(f'vm{i}', 16) for i in range(40)])"
+    code = "from event_analysis.loading.partitioned import part_of; print([part_of(f'vm{i}', 16) for i in range(40)])"
     runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO,
                            env=dict(os.environ, PYTHONHASHSEED=seed)).stdout for seed in ("1", "2")}
     assert len(runs) == 1 and len(set(json.loads(runs.pop()))) > 8

@@ -1,4 +1,4 @@
-"""Reaction analysis (event_analysis.reaction): seen -> prepared -> approved -> started, per event and VM."""
+"""Reaction analysis (event_analysis.analyses.reaction): seen -> prepared -> approved -> started, per event and VM."""
 from __future__ import annotations
 
 from pathlib import Path

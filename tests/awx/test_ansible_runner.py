@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 import event_analysis as ea
-from event_analysis.awx import load_awx_job, load_runner_artifacts, runner_job_events
+from event_analysis.loading.awx import load_awx_job, load_runner_artifacts, runner_job_events
 from tests.conftest import COLLECTIONS_PATH
 from tests.live_fleet import LiveFleet
 

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.json as pj
 
-from event_analysis.schema import LINE
+from event_analysis.loading.schema import LINE
 
 TRUNCATED, INVALID_JSON, UNKNOWN_SCHEMA = "truncated last line", "invalid JSON", "unknown schema"
 _PARSE = pj.ParseOptions(explicit_schema=LINE, unexpected_field_behavior="ignore")

@@ -15,8 +15,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from event_analysis import change_only, reading, records
-from event_analysis.reading import UNKNOWN_SCHEMA, BadLine
+from event_analysis.loading import change_only, reading, records
+from event_analysis.loading.reading import UNKNOWN_SCHEMA, BadLine
 
 PathLike = Union[str, os.PathLike]
 _REPORT_KEY = b"event_analysis.report"

@@ -2,7 +2,7 @@
 
 Azure documents that routine (platform) maintenance never has VMs of two fault domains in
 maintenance at once; it walks them one after the other. These functions check that on a
-history, within each set (`vm_set`, event_analysis/sets.py: fault domain 0 of two availability
+history, within each set (`vm_set`, event_analysis/analyses/sets.py: fault domain 0 of two availability
 sets are two different racks). A VM is "in maintenance" from the start of a Started event to
 its removal; from polls that is known as a certain part [started_seen, last_seen] and a possible
 part (started_after, gone_at].
@@ -14,7 +14,7 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from event_analysis.timestamps import nanoseconds
+from event_analysis.loading.timestamps import nanoseconds
 
 CERTAIN, POSSIBLE = "certain", "possible"
 _DOMAINS = ("fault_domain", "update_domain")

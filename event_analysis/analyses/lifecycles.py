@@ -13,10 +13,10 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from event_analysis.history import report_of
-from event_analysis.schema import APPROVAL, OBSERVATION
-from event_analysis.sets import vm_sets
-from event_analysis.timestamps import nanoseconds
+from event_analysis.loading.history import report_of
+from event_analysis.loading.schema import APPROVAL, OBSERVATION
+from event_analysis.analyses.sets import vm_sets
+from event_analysis.loading.timestamps import nanoseconds
 
 COMPLETED, CANCELLED, OPEN = "completed", "cancelled", "open"
 OUTCOMES = (COMPLETED, CANCELLED, OPEN)

@@ -25,9 +25,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from event_analysis import history, records
-from event_analysis.history import HistoryError, LoadReport, PathLike
-from event_analysis.reading import BadLine
+from event_analysis.loading import history, records
+from event_analysis.loading.history import HistoryError, LoadReport, PathLike
+from event_analysis.loading.reading import BadLine
 
 DESCRIPTION = "history.json"   # marks a folder as a partitioned history; holds the load report
 RECORDS = "records.parquet"    # approval and action records of every host

@@ -16,8 +16,8 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 import pandas as pd
 
-from event_analysis import history_records  # a generated copy of the collection's (tools/copy_history_records.py)
-from event_analysis.history import HistoryError, load_records
+from event_analysis.loading import history_records  # a generated copy of the collection's (tools/copy_history_records.py)
+from event_analysis.loading.history import HistoryError, load_records
 
 RESULT_EVENTS = ("runner_on_ok", "runner_on_failed", "runner_item_on_ok", "runner_item_on_failed", "runner_retry")
 

@@ -13,7 +13,7 @@ from typing import Dict, Iterable, List, Tuple
 import numpy as np
 import pandas as pd
 
-from event_analysis.schema import OBSERVATION
+from event_analysis.loading.schema import OBSERVATION
 
 
 class _Union:

@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 from typing import Optional, Tuple
 
-SAMPLES = Path(__file__).resolve().parent / "samples"  # shipped in the package (and its wheel)
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"  # event_analysis/samples: shipped in the package (and its wheel)
 SAMPLE_HISTORY = SAMPLES / "sample-history.simulated.jsonl.gz"
 # `make bench-reaction`'s runs (relays' change-only histories and the cycles' callback records, event-driven and
 # watch): the sample of the reaction notebook, whose questions the simulator's sample cannot answer.

@@ -15,8 +15,8 @@ from typing import Dict
 import numpy as np
 import pandas as pd
 
-from event_analysis.schema import OBSERVATION
-from event_analysis.timestamps import UNKNOWN_NS, nanoseconds
+from event_analysis.loading.schema import OBSERVATION
+from event_analysis.loading.timestamps import UNKNOWN_NS, nanoseconds
 
 CHANGE_ONLY, PER_POLL = "change-only", "per-poll"
 

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from event_analysis.schema import ACTION, ACTIONS, APPROVAL, LINE, OBSERVATION
+from event_analysis.loading.schema import ACTION, ACTIONS, APPROVAL, LINE, OBSERVATION
 
 _UTC = pa.timestamp("ns", tz="UTC")
 _ISO_UTC = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$"

@@ -16,9 +16,9 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from event_analysis.history import report_of
-from event_analysis.lifecycles import event_lifecycles
-from event_analysis.schema import ACTION, APPROVAL
+from event_analysis.loading.history import report_of
+from event_analysis.analyses.lifecycles import event_lifecycles
+from event_analysis.loading.schema import ACTION, APPROVAL
 
 UNKNOWN_TRIGGER = "unknown"
 REACTION_COLUMNS = (
