@@ -11,22 +11,15 @@ Run from the repo root with the project's virtual environment (make bench-cycle)
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from imds_simulator.engine import Engine  # noqa: E402
-from imds_simulator.fleet import FleetSpec, build_fleet  # noqa: E402
-from imds_simulator.server import ServerOptions, Simulator, serve_in_thread  # noqa: E402
+from tools.bench_quiet_fleet import ANSIBLE_PLAYBOOK, playbook_env, serve_quiet_fleet, timed_run  # noqa: E402
 from tools.stage_collection import stage  # noqa: E402
 
 URI_PLAYBOOK = """---
@@ -43,16 +36,6 @@ URI_PLAYBOOK = """---
 """
 
 
-def run(command: list, env: dict, cwd: Path) -> float:
-    started = time.perf_counter()
-    proc = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - started
-    if proc.returncode != 0:
-        failures = [line for line in proc.stdout.splitlines() if "fatal:" in line or "FAILED" in line][:3]
-        raise SystemExit(f"{command[1]} failed:\n" + "\n".join(failures) + "\n" + proc.stderr[-1500:])
-    return elapsed
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=100)
@@ -60,34 +43,23 @@ def main() -> int:
     parser.add_argument("--forks", type=int, default=10)
     args = parser.parse_args()
 
-    fleet = build_fleet(FleetSpec(name="bench", vms=args.hosts, fault_domains=3))
-    sim = Simulator(Engine(fleet, None, datetime.now(timezone.utc)), ServerOptions(rate_limit=0))
-    server, _thread = serve_in_thread(sim)
     work = Path(tempfile.mkdtemp(prefix="bench-quiet-cycle-"))
+    fleet = serve_quiet_fleet(args.hosts, work)
     collections = work / "collections"
     stage(collections)
-    bin_dir = Path(sys.executable).parent
-    inventory = work / "inventory.json"
-    inventory.write_text(json.dumps({"azure_vms": {
-        "hosts": {v.name: {"maintenance_cycle_imds_url": sim.vm_url(v.name),
-                           "maintenance_cycle_state_path": str(work / "state" / f"{v.name}.json")}
-                  for v in fleet.vms},
-        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}))
     (work / "uri.yml").write_text(URI_PLAYBOOK)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCAL_TEMP=str(work / "tmp"))
-    env.pop("ANSIBLE_CALLBACKS_ENABLED", None)
-    cycle = [str(bin_dir / "ansible-playbook"), "azure_imds.scheduled_events.cycle", "-i", str(inventory),
+    env = playbook_env(collections, work)
+    cycle = [ANSIBLE_PLAYBOOK, "azure_imds.scheduled_events.cycle", "-i", str(fleet.inventory),
              "-f", str(args.forks), "-e", "maintenance_cycle_vm_memory=" + str(work / "vms.json")]
-    uri = [str(bin_dir / "ansible-playbook"), str(work / "uri.yml"), "-i", str(inventory), "-f", str(args.forks)]
+    uri = [ANSIBLE_PLAYBOOK, str(work / "uri.yml"), "-i", str(fleet.inventory), "-f", str(args.forks)]
     try:
-        run(cycle, env, work)  # first cycle writes every VM's state; later ones are quiet
+        timed_run(cycle, env, work)  # first cycle writes every VM's state; later ones are quiet
         times = {"cycle": [], "uri": []}
         for _ in range(args.rounds):
-            times["cycle"].append(run(cycle, env, work))
-            times["uri"].append(run(uri, env, work))
+            times["cycle"].append(timed_run(cycle, env, work))
+            times["uri"].append(timed_run(uri, env, work))
     finally:
-        server.shutdown()
+        fleet.close()
     cycle_s, uri_s = statistics.median(times["cycle"]), statistics.median(times["uri"])
     print(f"hosts={args.hosts} forks={args.forks} rounds={args.rounds}")
     print(f"quiet cycle (azure_imds.scheduled_events.cycle): median {cycle_s:.2f} s  runs {[round(t, 2) for t in times['cycle']]}")

@@ -2,85 +2,62 @@
 
 playbooks/watch.yml is a setup play and 600 identical round plays (tools/make_watch_playbook.py says why). A
 watch that ends after its first round still walks the other 599, each ending at once. This starts the simulator
-with a quiet fleet, stages the collection twice (the shipped watch, and the same watch generated with one round)
-and alternates, R times each, a watch of one round (watch_seconds=1) through both, then reports the medians,
-their difference and what one unused play costs.
-Usage: python tools/bench_watch_tail.py [--hosts 3] [--rounds 3]      (make bench-watch-tail)
+with a quiet fleet, stages the collection three times (the shipped watch, the same watch generated with one
+round, and the shipped watch of a baseline commit) and alternates, R times each, a watch of one round
+(watch_seconds=1) through each, then reports the medians, what the unused rounds cost and the ratios.
+Usage: python tools/bench_watch_tail.py [--hosts 3] [--rounds 3] [--baseline 4f51e7b]   (make bench-watch-tail)
 """
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from imds_simulator.engine import Engine  # noqa: E402
-from imds_simulator.fleet import FleetSpec, build_fleet  # noqa: E402
-from imds_simulator.server import ServerOptions, Simulator, serve_in_thread  # noqa: E402
+from tools.bench_busy_cycle import unpack  # noqa: E402
+from tools.bench_quiet_fleet import ANSIBLE_PLAYBOOK, playbook_env, serve_quiet_fleet, timed_run  # noqa: E402
 from tools.make_watch_playbook import render  # noqa: E402
 from tools.stage_collection import stage  # noqa: E402
 
-SHIPPED_ROUNDS = 600
-
-
-def timed(command: list, env: dict, cwd: Path) -> float:
-    started = time.perf_counter()
-    proc = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise SystemExit(f"the watch failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-1000:]}")
-    return elapsed
+SHIPPED_ROUNDS = 600  # rounds in the shipped watch.yml (and in the baseline's)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--baseline", default="4f51e7b", help="the commit whose shipped watch to compare with")
     args = parser.parse_args()
 
-    fleet = build_fleet(FleetSpec(name="bench", vms=args.hosts, fault_domains=3))
-    sim = Simulator(Engine(fleet, None, datetime.now(timezone.utc)), ServerOptions(rate_limit=0))
-    server, _thread = serve_in_thread(sim)
     work = Path(tempfile.mkdtemp(prefix="bench-watch-tail-"))
-    shipped, one_round = work / "shipped", work / "one-round"
+    fleet = serve_quiet_fleet(args.hosts, work)
+    shipped, one_round, baseline = work / "shipped", work / "one-round", work / "baseline"
     stage(shipped)
     stage(one_round)
+    stage(baseline, unpack(args.baseline, work / "baseline-src"))
     (one_round / "ansible_collections/azure_imds/scheduled_events/playbooks/watch.yml").write_text(render(1))
-    inventory = work / "inventory.json"
-    inventory.write_text(json.dumps({"azure_vms": {
-        "hosts": {v.name: {"maintenance_cycle_imds_url": sim.vm_url(v.name),
-                           "maintenance_cycle_state_path": str(work / "state" / f"{v.name}.json")}
-                  for v in fleet.vms},
-        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}))
-    watch = [str(Path(sys.executable).parent / "ansible-playbook"), "azure_imds.scheduled_events.watch", "-i",
-             str(inventory), "-f", str(args.hosts), "-e", "watch_seconds=1",
-             "-e", "maintenance_cycle_vm_memory=" + str(work / "vms.json")]
-    times = {"shipped": [], "one round": []}
+    watch = [ANSIBLE_PLAYBOOK, "azure_imds.scheduled_events.watch", "-i", str(fleet.inventory),
+             "-f", str(args.hosts), "-e", "watch_seconds=1", "-e", "maintenance_cycle_vm_memory=" + str(work / "vms.json")]
+    sides = {"shipped": shipped, "one round": one_round, f"baseline {args.baseline}": baseline}
+    times = {name: [] for name in sides}
     try:
         for _ in range(args.rounds):
-            for name, collections in (("shipped", shipped), ("one round", one_round)):
-                env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_NOCOLOR="1",
-                           ANSIBLE_LOCAL_TEMP=str(work / "tmp"))
-                env.pop("ANSIBLE_CALLBACKS_ENABLED", None)
-                times[name].append(timed(watch, env, work))
+            for name, collections in sides.items():
+                times[name].append(timed_run(watch, playbook_env(collections, work), work))
     finally:
-        server.shutdown()
-    full, short = statistics.median(times["shipped"]), statistics.median(times["one round"])
+        fleet.close()
+    full, short, base = (statistics.median(times[name]) for name in sides)
     unused = SHIPPED_ROUNDS - 1
     print(f"hosts={args.hosts} repetitions={args.rounds}; a watch of one round (watch_seconds=1)")
-    print(f"shipped watch.yml ({SHIPPED_ROUNDS} round plays): median {full:.2f} s  runs {[round(t, 2) for t in times['shipped']]}")
-    print(f"the same with 1 round play:          median {short:.2f} s  runs {[round(t, 2) for t in times['one round']]}")
-    print(f"the {unused} unused plays cost {full - short:.2f} s, {1000 * (full - short) / unused:.1f} ms each; "
-          f"ratio {full / short:.2f}")
+    for name, runs in times.items():
+        print(f"{name:>20}: median {statistics.median(runs):.2f} s  runs {[round(t, 2) for t in runs]}")
+    print(f"the {unused} unused rounds cost {full - short:.2f} s ({1000 * (full - short) / unused:.1f} ms each); "
+          f"at {args.baseline}, {base - short:.2f} s; ratio shipped/one round {full / short:.2f}, "
+          f"shipped/baseline {full / base:.2f}")
     return 0
 
 
