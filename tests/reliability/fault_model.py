@@ -15,7 +15,7 @@ with faults at every step: reads that fail, a run killed (every later step of th
 host lost (every later step on it does not happen) before, during and after the prepare tasks, around the POST
 and during recover; prepares, POSTs (reached or not) and recovers that fail; an event's Resources widened while
 hosts prepare; a status the code does not know served for a Started event; a state file that cannot be read for
-a cycle. The scenario overlaps events on one host (short Freezes and Reboots of fault-domain walks, hardware
+a cycle; a VM whose IMDS still serves the document before the latest (news reaches the VMs at different moments). The scenario overlaps events on one host (short Freezes and Reboots of fault-domain walks, hardware
 failures beside pending Reboots, user reboots and redeploys, cancellations, Preempts and Terminates).
 
 The verdicts never come from the collection's own state. They come from a ledger that the stand-in prepare and
@@ -87,6 +87,8 @@ class Faults:
     kill: float = 0.0       # at each step, the run is killed (SIGKILL, a cancelled job): nothing more runs at all
     unknown: float = 0.0    # a cycle's reads serve Started events with a status this code does not know
     unreadable: float = 0.0  # a host's state file cannot be read this cycle (the file itself stays intact)
+    stale: float = 0.0      # a host's IMDS still serves the document it served before (the platform's news reaches
+    #                         the VMs of a set at different moments: one host's read shows an event another's lacks)
 
 
 class Killed(Exception):
@@ -148,6 +150,9 @@ class FleetRun:
     late_events: Set[str] = field(default_factory=set)  # events a VM was drained for late (NotBefore near)
     sent: Set[str] = field(default_factory=set)  # events whose approval reached IMDS
     parsed: Dict[Tuple[str, int], Optional[Dict[str, Any]]] = field(default_factory=dict)  # (VM, revision): document
+    previous: Dict[str, Tuple[int, Optional[Dict[str, Any]]]] = field(default_factory=dict)  # VM -> (revision, document)
+    #                                                           before its latest
+    seen: Dict[str, int] = field(default_factory=dict)  # VM -> the newest revision anything on it was served
     now: datetime = START
     cycles: int = 0
     refusals: int = 0  # cycles the plan refused (PolicyError) before anything was done
@@ -312,6 +317,10 @@ class FleetRun:
         if served.kind not in ("document", "enabling"):
             return {"failed": True}
         parsed = self.parse(vm, served)
+        revision = self.engine.vm_state(vm).revision
+        if self.late_news(vm, revision):
+            revision, parsed = self.previous[vm]  # the news has not reached this VM's IMDS yet
+        self.saw(vm, revision)
         events = annotate(parsed["events"], vm, at) if parsed else []
         if cycle.unknown_status:
             events = [dict(e, event_status="Paused", known_status=False) if e["event_status"] == "Started" else e
@@ -333,9 +342,19 @@ class FleetRun:
             return None
         key = (vm, self.engine.vm_state(vm).revision)
         if key not in self.parsed:
+            self.previous.update((vm, (k[1], v)) for k, v in self.parsed.items() if k[0] == vm)
             self.parsed = {k: v for k, v in self.parsed.items() if k[0] != vm}
             self.parsed[key] = parse_document(json.dumps(served.document))
         return self.parsed[key]
+
+    def late_news(self, vm: str, revision: int) -> bool:
+        """Whether this read is served the VM's document before its latest: never once anything on the VM was served
+        the latest (a VM's IMDS does not go back), nor before a first older one exists."""
+        return (vm in self.previous and self.seen.get(vm, -1) <= self.previous[vm][0] < revision
+                and self.chance(self.faults.stale))
+
+    def saw(self, vm: str, revision: int) -> None:
+        self.seen[vm] = max(self.seen.get(vm, -1), revision)
 
     @staticmethod
     def quiet(result: Dict[str, Any]) -> bool:
@@ -464,6 +483,7 @@ class FleetRun:
         """scheduled_events_approve (missing=ignore, state_path): re-read, decide, record under the lease, POST
         once."""
         served = self.engine.serve(vm, API_VERSION, self.now)
+        self.saw(vm, self.engine.vm_state(vm).revision)
         if served.kind != "document" or served.document is None:
             cycle.alive.discard(vm)
             return []
@@ -551,7 +571,7 @@ FAULTS = {
     "none": Faults(),
     "kills and lost hosts": Faults(kill=0.02, lost=0.02),
     "everything fails sometimes": Faults(read=0.05, prepare=0.1, post=0.1, recover=0.1, widen=0.2, lost=0.01,
-                                         kill=0.01, unknown=0.05, unreadable=0.03),
+                                         kill=0.01, unknown=0.05, unreadable=0.03, stale=0.05),
 }
 
 # Beyond fleet-mix: Spot evictions and scale-in deletions, which overlap the walks on one host.

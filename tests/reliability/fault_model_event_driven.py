@@ -106,6 +106,7 @@ class EventDrivenRun(FleetRun):
             relay.tracker.seen_at = relay.tracker.last_success_at = epoch  # what polled() does with no news
             return
         served = self.engine.serve(relay.host, API_VERSION, self.now)
+        self.saw(relay.host, self.engine.vm_state(relay.host).revision)
         relay.last_seen = (self.engine.vm_state(relay.host).revision, served.kind, owes)
         if served.kind == "document":
             step = relay.tracker.polled(epoch, served.document, owes)
