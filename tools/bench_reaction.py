@@ -49,7 +49,7 @@ from tests import timing  # noqa: E402
 from tools.report import write_section  # noqa: E402
 from tools.soak import epoch, percentile  # noqa: E402
 from tools.relay_fleet import RelayFleet, environment, kill_tree, tree_cpu  # noqa: E402
-from tests.modules.history_helpers import capture_env  # noqa: E402
+from tests.history.history_helpers import capture_env  # noqa: E402
 
 WORK = REPO / "build" / "bench-reaction"
 REPORT = REPO / "docs" / "benchmarks.md"

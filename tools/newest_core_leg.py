@@ -25,10 +25,10 @@ REQUIREMENTS = REPO / "requirements-newest-core.txt"
 CANDIDATES = ("python3.12", "python3.13")  # 3.12 first: the line the issue names
 # In `make test` (its 20-minute budget): the units and the modules against the live simulator, minus
 # the history callback and the per-scenario parse sweep (controller-side and core-independent; both run
-# on the main line). NEWEST_CORE_FULL=1 (`make newest-core-full`) runs all of tests/modules.
+# on the main line). NEWEST_CORE_FULL=1 (`make newest-core-full`) runs all of tests/modules and tests/history (the history callback).
 TESTS = ["tests/unit", "tests/modules/test_modules.py", "tests/modules/test_docs.py",
          "-k", "not every_scenario_type or platform-maintenance"]
-FULL_TESTS = ["tests/unit", "tests/modules"]
+FULL_TESTS = ["tests/unit", "tests/modules", "tests/history"]
 
 
 def works(python: str) -> bool:

@@ -26,7 +26,7 @@ if str(REPO) not in sys.path:
 
 from tests.eda.rulebook_setup import RulebookSetup, listening  # noqa: E402
 from tests.integration.runner import CycleBench  # noqa: E402
-from tests.modules.history_helpers import capture_env  # noqa: E402
+from tests.history.history_helpers import capture_env  # noqa: E402
 from tests.live_fleet import LiveFleet  # noqa: E402
 from tools.stage_collection import stage  # noqa: E402
 

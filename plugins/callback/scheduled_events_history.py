@@ -85,7 +85,6 @@ author:
   - azure_imds.scheduled_events maintainers (@azure-imds)
 """
 
-import errno
 import fcntl
 import os
 import threading
@@ -96,6 +95,8 @@ from ansible.plugins.callback import CallbackBase
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.history_records import (
     APPROVE_MODULE, record_line, record_of_result, trigger_of)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import replace_file
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.history_file import (
+    LOCK_TIMEOUT_S, HistoryFile, NoFlock, flock_within)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.prometheus_text import render
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.state_reader import read_text
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.cycle_metrics import (
@@ -105,75 +106,6 @@ TRIGGER_VAR = "maintenance_cycle_trigger"
 PLAN_FACT = "maintenance_cycle_plan"   # the role's plan, set once per cycle: counted for the metrics
 
 DEFAULT_PATH = "~/.ansible/scheduled_events/history.jsonl"
-LOCK_TIMEOUT_S = 10.0
-NO_FLOCK_ERRNOS = frozenset(code for code in (getattr(errno, name, None) for name in ("ENOLCK", "EOPNOTSUPP", "ENOTSUP", "EINVAL"))
-                            if code is not None)
-
-
-class HistoryFile:
-    """Appends whole lines to one file, safely against concurrent writers and torn last lines."""
-
-    def __init__(self, path, lock_timeout=LOCK_TIMEOUT_S):
-        self.path = path
-        self.lock_timeout = lock_timeout
-        self.unlocked_warning = None  # set once when the file system refused flock
-
-    def append(self, data):
-        """Append `data` (bytes of whole lines); raises OSError."""
-        parent = os.path.dirname(self.path)
-        if parent:
-            os.makedirs(parent, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-        try:
-            locked = self._lock(fd)
-            try:
-                size = os.fstat(fd).st_size
-                if size and os.pread(fd, 1, size - 1) != b"\n":
-                    data = b"\n" + data  # end the torn line a killed writer left
-                view = memoryview(data)
-                while view:  # one write of the full bytes; the loop only covers a short write
-                    view = view[os.write(fd, view):]
-                os.fsync(fd)
-            finally:
-                if locked:
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
-
-    def _lock(self, fd):
-        """Take the exclusive lock, waiting up to lock_timeout; False when the file system has no flock."""
-        try:
-            return _flock(fd, self.lock_timeout)
-        except _NoFlock as exc:
-            self.unlocked_warning = "the file system does not support flock (%s), so it is written to without a lock" % (
-                exc.args[0])
-            return False
-
-
-class _NoFlock(Exception):
-    """The file system refuses flock (the message is its reason)."""
-
-
-def _flock(fd, timeout):
-    """Take an exclusive flock on `fd`, waiting up to `timeout` seconds (TimeoutError then); True when taken,
-    False on a file system without flock (_NoFlock for the history file, which says so once)."""
-    deadline = time.monotonic() + timeout
-    pause = 0.002
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise TimeoutError(errno.ETIMEDOUT, "another writer held the lock for more than %g s" % timeout)
-            time.sleep(pause)
-            pause = min(pause * 2, 0.05)
-        except OSError as exc:
-            if exc.errno not in NO_FLOCK_ERRNOS:
-                raise
-            raise _NoFlock(exc.strerror or str(exc))
-
-
 class CallbackModule(CallbackBase):
     """Append scheduled_events_info observations and scheduled_events_approve approvals to a JSON-lines history."""
 
@@ -307,8 +239,9 @@ class CallbackModule(CallbackBase):
         fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         try:
             try:
-                locked = _flock(fd, LOCK_TIMEOUT_S)
-            except _NoFlock:
+                flock_within(fd, LOCK_TIMEOUT_S)
+                locked = True
+            except NoFlock:
                 locked = False   # as the history file: written without a lock where flock does not exist
             try:
                 text = read_text(counters_path)   # unreadable: the run warns and leaves both files as they are

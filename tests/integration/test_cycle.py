@@ -17,7 +17,7 @@ import pytest
 from imds_simulator.fleet import FleetSpec
 from tests.integration.runner import FILES, CycleBench
 from tests.live_fleet import LiveFleet
-from tests.modules.history_helpers import assert_valid, capture_env, read_history
+from tests.history.history_helpers import assert_valid, capture_env, read_history
 from tests.timing import epoch, wait_for
 
 

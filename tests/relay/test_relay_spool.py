@@ -45,14 +45,6 @@ def test_temporary_files_of_interrupted_writes_are_cleared(tmp_path: Path) -> No
     assert not list((tmp_path / "spool").glob(".lock-*"))
 
 
-def test_a_torn_history_line_stays_one_bad_line(tmp_path: Path) -> None:
-    path = tmp_path / "history.jsonl"
-    path.write_text('{"observed_at": "2026-01-01T00:00:00.000Z"}\n{"observed_at": "2026-01-0')
-    History(str(path), 10_000).append({"host": "vm0"})
-    lines = path.read_text().splitlines()
-    assert json.loads(lines[-1]) == {"host": "vm0"} and len(lines) == 3
-
-
 def test_history_rotates_once_at_its_bound(tmp_path: Path) -> None:
     path = tmp_path / "history.jsonl"
     history = History(str(path), 200)

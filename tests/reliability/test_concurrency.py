@@ -17,7 +17,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import load_state
 from tests.integration.runner import CycleBench, PlaybookRun
 from tests.live_fleet import LiveFleet
-from tests.modules.history_helpers import capture_env, read_history
+from tests.history.history_helpers import capture_env, read_history
 
 HELD = "another maintenance run holds this VM"
 

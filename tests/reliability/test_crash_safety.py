@@ -11,7 +11,7 @@ from pathlib import Path
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import load_state
 from tests.integration.runner import CycleBench
 from tests.live_fleet import LiveFleet
-from tests.modules.history_helpers import capture_env, read_history
+from tests.history.history_helpers import capture_env, read_history
 from tests.processes import kill_leftovers
 
 

@@ -22,7 +22,7 @@ import pytest
 from imds_simulator.fleet import FleetSpec
 from tests.integration.runner import CycleBench, PlaybookRun
 from tests.live_fleet import LiveFleet
-from tests.modules.history_helpers import capture_env, read_history
+from tests.history.history_helpers import capture_env, read_history
 
 # Module-scoped fixtures: one xdist worker runs this file (`--dist loadgroup`), so they are built once.
 pytestmark = pytest.mark.xdist_group("fault-matrix")

@@ -37,6 +37,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import load_state
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import DocumentError, compute_facts
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.history_records import record_line, vm_of
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.history_file import HistoryFile
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import ImdsClient, ImdsError
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import replace_file
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
@@ -269,35 +270,23 @@ def _read(path):
 
 
 class History:
-    """The VM's own change-only history: one JSON line per change, rotated once at a size bound."""
+    """The VM's own change-only history: one JSON line per change (observation/history_file.py), rotated once at a
+    size bound; a write that fails is logged (rate-limited) and the relay goes on."""
 
     def __init__(self, path, max_bytes, clock=time.time):
-        self.path = path
-        self.max_bytes = max_bytes
+        self.file = HistoryFile(path, max_bytes=max_bytes) if path else None
         self.clock = clock
         self.logs = LogLimiter()
 
-    def _ends_a_line(self):
-        with open(self.path, "rb") as stream:
-            stream.seek(-1, os.SEEK_END)
-            return stream.read(1) == b"\n"
-
     def append(self, record):
-        if not self.path:
+        if self.file is None:
             return
-        line = record_line(record)
         try:
-            size = os.path.getsize(self.path) if os.path.exists(self.path) else 0
-            if size + len(line) > self.max_bytes:
-                os.replace(self.path, self.path + ".1")
-            elif size and not self._ends_a_line():
-                line = b"\n" + line   # a line torn by a kill stays one bad line, not two
-            with open(self.path, "ab") as stream:
-                stream.write(line)
+            self.file.append(record_line(record))
         except OSError as exc:
             held = self.logs.note("history", self.clock())
             if held is not None:
-                log("cannot write the history file %s (%s); the relay goes on%s." % (self.path, exc, held_back(held)))
+                log("cannot write the history file %s (%s); the relay goes on%s." % (self.file.path, exc, held_back(held)))
 
 
 def log(message):

@@ -1,5 +1,5 @@
 """What a task result records (module_utils/observation/history_records.py: record_of_result), the one rule the
-live callback and the AWX / ansible-runner loaders share; their end-to-end tests are tests/modules and
+live callback and the AWX / ansible-runner loaders share; their end-to-end tests are tests/history and
 tests/analysis."""
 from __future__ import annotations
 

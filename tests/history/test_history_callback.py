@@ -1,9 +1,9 @@
-"""The history-capture callback, enabled in real ansible-playbook runs against the in-process simulator."""
+"""The history-capture callback, enabled in real ansible-playbook runs against the in-process simulator. How lines are
+appended (whole, locked, a torn line ended) is observation/history_file.py's: tests/unit/plugins/module_utils/observation."""
 from __future__ import annotations
 
 import fcntl
 import json
-import multiprocessing
 import os
 import signal
 import threading
@@ -15,7 +15,7 @@ import pytest
 
 from ansible_collections.azure_imds.scheduled_events.plugins.callback import scheduled_events_history as plugin
 from tests.modules.harness import FQCN, LiveFleet, approve, info, leader_approves, play
-from tests.modules.history_helpers import (
+from tests.history.history_helpers import (
     assert_valid,
     capture_env,
     expected_vm,
@@ -292,41 +292,6 @@ def test_two_concurrent_runs_share_one_file_without_corruption(tmp_path: Path, f
     assert switches >= 2, "the two runs did not overlap, so this test proved nothing"
     for vm in fleet.vms:
         assert len(history.of_host(vm)) == 20
-
-
-def _hammer(path: str, writer: int, count: int, size: int) -> None:
-    history = plugin.HistoryFile(path)
-    for n in range(count):
-        history.append(plugin.record_line({"writer": writer, "n": n, "pad": "x" * size}))
-
-
-def test_history_file_appends_from_many_processes_stay_whole_lines(tmp_path: Path) -> None:
-    path = tmp_path / "history.jsonl"
-    context = multiprocessing.get_context("fork")
-    workers = [context.Process(target=_hammer, args=(str(path), w, 200, 70000 if w % 2 else 10)) for w in range(6)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(60)
-        assert worker.exitcode == 0
-    history = read_history(path)
-    assert history.bad_lines == [] and len(history.records) == 6 * 200
-    for w in range(6):
-        assert [r["n"] for r in history.records if r["writer"] == w] == list(range(200))
-
-
-def test_a_torn_last_line_stays_the_only_bad_line(tmp_path: Path, fleet: LiveFleet) -> None:
-    path = tmp_path / "history.jsonl"
-    good = {"observed_at": "2026-01-05T00:00:07.412Z", "host": "old", "vm": expected_vm(fleet, "avset-web-vm0"),
-            "document_incarnation": 1, "events": []}
-    torn = '{"observed_at":"2026-01-05T00:00:08.0'
-    path.write_text(json.dumps(good) + "\n" + torn)
-    run = play(tmp_path, fleet, [("read", info())], hosts=["avset-web-vm0", "avset-web-vm1"], env=capture_env(path))
-    assert run.returncode == 0, run.stdout
-    history = read_history(path)
-    assert history.bad_lines == [(1, torn)]
-    assert history.records[0] == good and len(history.records) == 3 and history.ends_with_newline
-    assert_valid(history)
 
 
 def test_a_run_killed_mid_way_leaves_only_complete_lines(tmp_path: Path, fleet: LiveFleet) -> None:
