@@ -14,6 +14,7 @@ from typing import Any, Dict, List
 import pytest
 
 from ansible_collections.azure_imds.scheduled_events.plugins.callback import scheduled_events_history as plugin
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation import history_file
 from tests.modules.harness import FQCN, LiveFleet, approve, info, leader_approves, play
 from tests.history.history_helpers import (
     assert_valid,
@@ -363,16 +364,12 @@ def test_a_held_lock_delays_one_write_then_records_are_skipped_without_waiting(t
 
 
 def test_a_file_system_without_flock_is_written_with_one_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import errno
     path = tmp_path / "history.jsonl"
-    real = fcntl.flock
 
-    def no_lock(fd: int, operation: int) -> None:
-        if operation & fcntl.LOCK_EX:
-            raise OSError(errno.ENOLCK, "No locks available")
-        real(fd, operation)
+    def refused(fd: int, timeout: float) -> None:  # what flock_within says on such a file system
+        raise history_file.NoFlock("No locks available")
 
-    monkeypatch.setattr(plugin.fcntl, "flock", no_lock)
+    monkeypatch.setattr(history_file, "flock_within", refused)
     warnings: List[str] = []
     callback = plugin.CallbackModule()
     callback._display = type("D", (), {"warning": lambda self, msg: warnings.append(msg)})()

@@ -13,7 +13,7 @@ PACKAGE = "ansible_collections.azure_imds.scheduled_events.plugins.module_utils"
 # Lower rungs first: a folder may import its own rung's folder and any folder on a lower rung.
 LADDER: Dict[str, int] = {
     "document": 0,     # the IMDS document: its meaning, its client, which approvals may be sent
-    "observation": 0,  # history records and Prometheus text, shared by the relay and the callback
+    "observation": 0,  # history records, the history appender and Prometheus text, shared by the relay and the callback
     "lease": 0,        # the lease lock a run holds on each VM
     "cycle": 1,        # the maintenance cycle: host views, fault domains, the plan, the state file's content
     "tasks": 2,        # each module's behaviour, with its I/O passed in
