@@ -15,7 +15,8 @@ with faults at every step: reads that fail, a run killed (every later step of th
 host lost (every later step on it does not happen) before, during and after the prepare tasks, around the POST
 and during recover; prepares, POSTs (reached or not) and recovers that fail; an event's Resources widened while
 hosts prepare; a status the code does not know served for a Started event; a state file that cannot be read for
-a cycle; a VM whose IMDS still serves the document before the latest (news reaches the VMs at different moments). The scenario overlaps events on one host (short Freezes and Reboots of fault-domain walks, hardware
+a cycle; a VM whose IMDS still serves the document before the latest (news reaches the VMs at different moments).
+A scheduled run's clock moves at each point between its tasks (TASK_S), so events start and end while it goes on. The scenario overlaps events on one host (short Freezes and Reboots of fault-domain walks, hardware
 failures beside pending Reboots, user reboots and redeploys, cancellations, Preempts and Terminates).
 
 The verdicts never come from the collection's own state. They come from a ledger that the stand-in prepare and
@@ -74,6 +75,8 @@ POLICY = {"max_fault_domains_in_maintenance": LIMIT, "prepare_configured": True,
           "approve_freeze_max_seconds": SHORT_FREEZE_S}
 SETTLE_CYCLES = 12  # after the faults stop, a drain whose events are gone is undone within this many cycles
 LEASE_S = 900.0  # the role's maintenance_cycle_lock_seconds
+TASK_S = 2.0  # a scheduled run's task on its hosts (a drain, a save, a POST): a 5 s Freeze may end, or an event
+#              start at its NotBefore, between a run's plan and its prepare tasks
 
 
 @dataclass
@@ -141,6 +144,8 @@ class FleetRun:
     rng: random.Random
     fault_until: datetime
     locking: bool = False  # the runs take VM locks (scheduled_events_claim with lease_seconds)
+    task_s: float = 0.0  # scheduled runs: the clock moves this much at each point between tasks (events start
+    #                      and end while a run goes on); event-driven runs move it by ticks instead
     policy: Dict[str, Any] = field(default_factory=lambda: dict(POLICY))
     ledger: Ledger = field(default_factory=Ledger)
     verdict: Verdict = field(default_factory=Verdict)
@@ -263,7 +268,8 @@ class FleetRun:
         return self.now < self.fault_until and p > 0 and self.rng.random() < p
 
     def step(self, cycle: Cycle) -> None:
-        """A point between two tasks: the run may be killed, and each host may be lost."""
+        """A point between two tasks: time passes, the run may be killed, and each host may be lost."""
+        self.now += timedelta(seconds=self.task_s)
         if self.chance(self.faults.kill):
             self.verdict.kills += 1
             raise Killed()
@@ -362,8 +368,9 @@ class FleetRun:
         return _quiet(result, result["state"], result["state_status"])
 
     def cycle(self, at: datetime) -> None:
-        """One scheduled run over the whole fleet, to its end (or its kill)."""
-        self.now = at
+        """One scheduled run over the whole fleet, to its end (or its kill); one that overran its period starts
+        when the last one ended."""
+        self.now = max(at, self.now)
         self.run_to_end(self.new_cycle(self.vms()))
 
     def new_cycle(self, hosts: List[str], leave_alone: Set[str] = frozenset()) -> Cycle:
@@ -603,7 +610,7 @@ def fleet_run(kind: type, seed: int, faults: Faults, hours: float, fleet: str, *
 
 def simulate(seed: int, faults: Faults, period_s: int, hours: float = 24.0, fleet: str = "one set") -> FleetRun:
     """One fleet-day (by default) of scheduled runs over the whole fleet."""
-    run = fleet_run(FleetRun, seed, faults, hours, fleet)
+    run = fleet_run(FleetRun, seed, faults, hours, fleet, task_s=TASK_S)
     end = START + timedelta(hours=hours)
     at = START
     while at < end:
