@@ -14,12 +14,13 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import shutil
 import sys
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
 COUNTED = ("cycles", "drains", "undrains", "approvals", "kills", "late_drains", "refusals", "event_driven", "pushes",
@@ -30,16 +31,24 @@ EVENT_DRIVEN_EVERY = 5
 Combo = Tuple[int, str, str, object]  # (seed, fleet, faults, a cycle period in seconds or an event-driven setup)
 
 
-def _stage() -> None:
-    """Make ansible_collections.azure_imds.scheduled_events importable from this checkout (a staged copy)."""
+def _stage() -> Path:
+    """A staged copy of this checkout's collection (removed by main at the end), importable here."""
     import tempfile
 
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
+    _importable(None)
     from tools.stage_collection import stage
     root = Path(tempfile.mkdtemp(prefix="fault-model-"))
     stage(root)
-    sys.path.insert(0, str(root))
+    _importable(root)
+    return root
+
+
+def _importable(root: Optional[Path]) -> None:
+    """This checkout (tests, tools, the simulator) and, with `root`, ansible_collections.azure_imds.scheduled_events
+    from the staged copy; also each worker's initializer."""
+    for path in (str(REPO), str(root) if root else None):
+        if path and path not in sys.path:
+            sys.path.insert(0, path)
 
 
 def combos(fleet_days: int) -> List[Combo]:
@@ -77,7 +86,14 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--first-failure", action="store_true", help="stop at the first fleet-day that fails")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
-    _stage()
+    root = _stage()
+    try:
+        return _run(args, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _run(args: argparse.Namespace, root: Path) -> int:
     from tests.reliability.fault_model import role_order_problems
     drift = role_order_problems(REPO / "roles" / "maintenance_cycle")
     if drift:
@@ -87,7 +103,7 @@ def main(argv: List[str]) -> int:
     totals: Counter = Counter()
     kinds: Counter = Counter()
     failed: List[Dict[str, object]] = []
-    with ProcessPoolExecutor(args.workers, initializer=_stage) as pool:
+    with ProcessPoolExecutor(args.workers, initializer=_importable, initargs=(root,)) as pool:
         for result in pool.map(one, combos(args.fleet_days), chunksize=4):
             totals.update({k: result[k] for k in COUNTED})
             totals["fleet-days"] += 1
