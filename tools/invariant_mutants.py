@@ -64,7 +64,9 @@ MUTATIONS: Dict[str, List[Change]] = {
     "a host an event-driven run covered leaves the runs without a read that found it quiet":
         [(VIEW, "\n                   or self.covered_at.get(h, 0.0) > self.read_quiet_at[h])", ")")],
     "a host prepares an event only another host's read shows (its write-ahead cannot record it)":
-        [(POLICY, '    if event["event_id"].upper() not in view["present"]:\n        # Another host', "    if False:\n        # Another host")],
+        [(POLICY, '    if own is None or not affects(own, view["vm_name"]):\n        # Another host', "    if False:\n        # Another host")],
+    "a host prepares an event its own read shows without listing it (its recover then undoes the drain)":
+        [(POLICY, '    if own is None or not affects(own, view["vm_name"]):', "    if own is None:")],
     "a Started event licenses other events to join its fault domain (it may end before the drain)":
         [(FAULT_DOMAINS, 'event["event_id"]), False,\n                     event["event_id"])',
           'event["event_id"]), True,\n                     event["event_id"])')],

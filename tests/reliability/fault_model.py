@@ -578,7 +578,7 @@ FAULTS = {
     "none": Faults(),
     "kills and lost hosts": Faults(kill=0.02, lost=0.02),
     "everything fails sometimes": Faults(read=0.05, prepare=0.1, post=0.1, recover=0.1, widen=0.2, lost=0.01,
-                                         kill=0.01, unknown=0.05, unreadable=0.03, stale=0.05),
+                                         kill=0.01, unknown=0.05, unreadable=0.03, stale=0.3),
 }
 
 # Beyond fleet-mix: Spot evictions and scale-in deletions, which overlap the walks on one host.

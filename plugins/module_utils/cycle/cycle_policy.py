@@ -171,20 +171,24 @@ def _empty_plan(view):
 
 
 def _scheduled_events(views, by_vm):
-    """Each Scheduled event that lists hosts of the target, once: [(event, [hosts in Resources order])]."""
+    """Each Scheduled event that lists hosts of the target, once: [(event, [hosts in Resources order])].
+
+    Reads may show an event in two versions (its Resources widened between them, or news that reached one VM
+    late): its hosts are those any version lists, so that each must be prepared before the approval (whose
+    module refuses a plan that differs from the document it reads)."""
     found = {}
     for view in views.values():
         for event in view["events"]:
             key = event["event_id"].upper()
-            if event["event_status"] != "Scheduled" or key in found:
+            if event["event_status"] != "Scheduled":
                 continue
-            hosts = []
+            first, hosts = found.get(key, (event, []))
             for name in event["resources"]:
                 host = by_vm.get(resource_name(name))
                 if host is not None and host not in hosts:
                     hosts.append(host)
             if hosts:
-                found[key] = (event, hosts)
+                found[key] = (first, hosts)
     return sorted(found.values(), key=lambda item: (item[0].get("not_before") or "~", item[0]["event_id"].upper()))
 
 
@@ -238,9 +242,12 @@ def _plan_prepares(events, views, plan, by_vm, busy, doubtful, holders, policy, 
 def _needs_prepare(view, event, policy):
     if view["status"] != FRESH or not affects(event, view["vm_name"]) or not prepare_wanted(event, policy):
         return False
-    if event["event_id"].upper() not in view["present"]:
-        # Another host's read shows the event, this host's own read (a moment earlier) not yet: its write-ahead
-        # can only record what its own read shows, so it prepares in the next cycle (the approval waits for it).
+    own = view["present"].get(event["event_id"].upper())
+    if own is None or not affects(own, view["vm_name"]):
+        # Another host's read shows the event (or shows it listing this VM), this host's own read (a moment
+        # earlier, or news that reached its VM late) not yet: its write-ahead can only record what its own read
+        # shows, and its recover follows its own read (a drain for an event its read does not list it in is
+        # owed a recover), so it prepares in a later cycle (the approval waits for it).
         return False
     return _prepare_of(view, event) != PREPARE_DONE
 

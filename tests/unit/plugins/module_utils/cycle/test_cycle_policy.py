@@ -89,6 +89,21 @@ def test_a_host_prepares_only_events_its_own_read_shows_so_that_its_write_ahead_
     assert all(h["approve"] == [] for h in p["hosts"].values()) and waiting == ["not prepared on vm0"]
 
 
+@pytest.mark.parametrize("newer_first", [True, False])
+def test_regression_a_host_prepares_only_events_its_own_read_lists_it_in(newer_first: bool) -> None:
+    """Found by the fault model once news could reach a VM late: an event widened to vm0 was planned for vm0 from
+    vm1's newer read while vm0's own read showed the event without vm0; vm0 drained, and its next cycle, reading
+    its own document again, found the event no longer listing it and recovered: the drain undone while the event
+    still listed vm0. vm0 now waits for its own read to list it (and the approval waits for vm0)."""
+    before = event("E1", ["vm1"])
+    widened = event("E1", ["vm1", "vm0"])
+    reads = {"vm0": result("vm0", 0, [before]), "vm1": result("vm1", 0, [widened])}
+    p = plan(dict(reversed(list(reads.items()))) if newer_first else reads)
+    assert ids(p["hosts"]["vm0"]["prepare"]) == [] and ids(p["hosts"]["vm1"]["prepare"]) == [IDS["E1"]]
+    assert all(h["approve"] == [] for h in p["hosts"].values())
+    assert [w["reason"] for h in p["hosts"].values() for w in h["waiting"]] == ["not prepared on vm0"]
+
+
 def test_a_prepared_event_is_approved_once_by_its_first_listed_host() -> None:
     reboot = event("E1", ["vm1", "vm0"])
     p = plan({"vm0": result("vm0", 0, [reboot]), "vm1": result("vm1", 0, [reboot])})
