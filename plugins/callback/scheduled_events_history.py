@@ -106,6 +106,8 @@ TRIGGER_VAR = "maintenance_cycle_trigger"
 PLAN_FACT = "maintenance_cycle_plan"   # the role's plan, set once per cycle: counted for the metrics
 
 DEFAULT_PATH = "~/.ansible/scheduled_events/history.jsonl"
+
+
 class CallbackModule(CallbackBase):
     """Append scheduled_events_info observations and scheduled_events_approve approvals to a JSON-lines history."""
 

@@ -16,7 +16,8 @@ host lost (every later step on it does not happen) before, during and after the 
 and during recover; prepares, POSTs (reached or not) and recovers that fail; an event's Resources widened while
 hosts prepare; a status the code does not know served for a Started event; a state file that cannot be read for
 a cycle; a VM whose IMDS still serves the document before the latest (news reaches the VMs at different moments).
-A scheduled run's clock moves at each point between its tasks (TASK_S), so events start and end while it goes on. The scenario overlaps events on one host (short Freezes and Reboots of fault-domain walks, hardware
+A scheduled run's clock moves at each point between its tasks (TASK_S), so events start and end while it goes on.
+The scenario overlaps events on one host (short Freezes and Reboots of fault-domain walks, hardware
 failures beside pending Reboots, user reboots and redeploys, cancellations, Preempts and Terminates).
 
 The verdicts never come from the collection's own state. They come from a ledger that the stand-in prepare and
