@@ -3,9 +3,10 @@
     python tools/fault_model_run.py --fleet-days 10000            # make invariants
     python tools/fault_model_run.py --fleet-days 108 --first-failure  # what make invariant-mutants runs per mutant
 
-Each fleet-day is one seed of one combination: scheduled runs (fleet x faults x cycle period) or, every
+Each fleet-day is one seed of one combination: scheduled runs (fleet x faults x cycle period); every
 EVENT_DRIVEN_EVERY-th fleet-day, the event-driven path (fleet x faults x how the rulebook runs its cycles), which
-costs about ten times as much; combinations are taken in turn, so any number of fleet-days covers them all evenly.
+costs about ten times as much; and every SPLIT_EVERY-th, a set split over two scheduled runs (fleet x faults), each
+its own target. Combinations are taken in turn, so any number of fleet-days covers them all evenly.
 Runs on every core (seeded: the same figures each time).
 Exits 1 when any fleet-day breaks an invariant, printing its seed and combination (they reproduce it).
 """
@@ -23,10 +24,12 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
-COUNTED = ("cycles", "drains", "undrains", "approvals", "kills", "late_drains", "refusals", "event_driven", "pushes",
-           "pushes_refused", "pushes_dropped")
+COUNTED = ("cycles", "drains", "undrains", "approvals", "kills", "late_drains", "refusals", "event_driven", "split",
+           "split_refused", "pushes", "pushes_refused", "pushes_dropped")
 PERIODS = (60, 300)
 EVENT_DRIVEN_EVERY = 5
+SPLIT_EVERY = 10  # at index 2, 12, 22, ... (never an event-driven one)
+SPLIT = "split"
 
 Combo = Tuple[int, str, str, object]  # (seed, fleet, faults, a cycle period in seconds or an event-driven setup)
 
@@ -56,9 +59,11 @@ def combos(fleet_days: int) -> List[Combo]:
     from tests.reliability.fault_model_event_driven import SETUPS
     scheduled = list(itertools.product(sorted(FLEETS), sorted(FAULTS), PERIODS))
     event_driven = list(itertools.product(sorted(FLEETS), sorted(FAULTS), sorted(SETUPS)))
+    split = list(itertools.product(sorted(FLEETS), sorted(FAULTS), [SPLIT]))
     chosen, counts = [], Counter()
     for index in range(fleet_days):
-        kinds = event_driven if index % EVENT_DRIVEN_EVERY == EVENT_DRIVEN_EVERY - 1 else scheduled
+        kinds = (event_driven if index % EVENT_DRIVEN_EVERY == EVENT_DRIVEN_EVERY - 1
+                 else split if index % SPLIT_EVERY == 2 else scheduled)
         turn = counts[id(kinds)]
         counts[id(kinds)] += 1
         chosen.append((turn // len(kinds),) + kinds[turn % len(kinds)])
@@ -67,16 +72,19 @@ def combos(fleet_days: int) -> List[Combo]:
 
 def one(combo: Combo) -> Dict[str, object]:
     from tests.reliability.fault_model import FAULTS, simulate
-    from tests.reliability.fault_model_event_driven import PUSH_FAULTS, event_driven_run
+    from tests.reliability.fault_model_event_driven import PUSH_FAULTS, event_driven_run, split_run
     seed, fleet, faults, how = combo
     if isinstance(how, int):
         run = simulate(seed, FAULTS[faults], how, fleet=fleet)
+    elif how == SPLIT:
+        run = split_run(seed, FAULTS[faults], PERIODS[0], fleet=fleet)
     else:
         run = event_driven_run(seed, FAULTS[faults], PUSH_FAULTS[faults], how, fleet=fleet)
     return {"combo": combo, "problems": run.verdict.problems, "cycles": run.cycles, "drains": run.ledger.drains,
             "undrains": run.ledger.undrains, "approvals": run.verdict.approvals, "kills": run.verdict.kills,
             "late_drains": run.verdict.late_drains, "refusals": run.refusals,
-            "event_driven": int(not isinstance(how, int)), "pushes": getattr(run, "pushes", 0),
+            "event_driven": int(not isinstance(how, int) and how != SPLIT), "split": int(how == SPLIT),
+            "split_refused": run.split_refused, "pushes": getattr(run, "pushes", 0),
             "pushes_refused": getattr(run, "refused", 0), "pushes_dropped": getattr(run, "duplicates", 0)}
 
 
@@ -111,17 +119,20 @@ def _run(args: argparse.Namespace, root: Path) -> int:
                 failed.append(result)
                 kinds.update(p.split(":", 1)[0] for p in result["problems"])  # type: ignore[union-attr]
                 seed, fleet, faults, how = result["combo"]  # type: ignore[misc]
-                how = f"{how} s" if isinstance(how, int) else f"event-driven, {how}"
+                how = (f"{how} s" if isinstance(how, int) else "split over two runs" if how == SPLIT
+                       else f"event-driven, {how}")
                 print(f"FAILED seed {seed}, {fleet}, {faults}, {how}: {result['problems'][:2]}", flush=True)
                 if args.first_failure:
                     pool.shutdown(cancel_futures=True)
                     break
     seconds = time.monotonic() - started
-    print(f"{totals['fleet-days']} fleet-days ({totals['fleet-days'] - totals['event_driven']} scheduled every "
-          f"{' or '.join(f'{p} s' for p in PERIODS)}, {totals['event_driven']} event-driven), {totals['cycles']} "
+    scheduled = totals['fleet-days'] - totals['event_driven'] - totals['split']
+    print(f"{totals['fleet-days']} fleet-days ({scheduled} scheduled every {' or '.join(f'{p} s' for p in PERIODS)}, "
+          f"{totals['event_driven']} event-driven, {totals['split']} split over two runs), {totals['cycles']} "
           f"cycles, {totals['drains']} drains, {totals['undrains']} undrains, {totals['approvals']} approvals, "
           f"{totals['kills']} runs killed, {totals['late_drains']} late drains over the limit (the documented "
-          f"exception), {totals['refusals']} cycles refused before acting, {totals['pushes']} pushes "
+          f"exception), {totals['refusals']} cycles refused before acting, {totals['split_refused']} events refused "
+          f"in split sets, {totals['pushes']} pushes "
           f"({totals['pushes_refused']} refused, {totals['pushes_dropped']} dropped as replays), {len(failed)} "
           f"fleet-days with violations {dict(kinds) or ''}, {seconds:.0f} s on {args.workers} workers")
     return 1 if failed else 0

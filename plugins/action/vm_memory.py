@@ -12,12 +12,15 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import update_under_guard
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.split_sets import refusal
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.vm_memory import update
 
 ARGUMENT_SPEC = dict(
     path=dict(type="str", required=True),
     seen=dict(type="dict", default={}),
     max_age_hours=dict(type="float", default=24.0),
+    outside=dict(type="dict", default={}),
+    refuse_split_sets=dict(type="bool", default=True),
 )
 
 
@@ -29,7 +32,8 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         if not args["path"].strip():  # memory off: every unread VM is unknown
-            result.update(changed=False, path="", vms={})
+            self._warn_split(args["outside"] if args["refuse_split_sets"] else {})
+            result.update(changed=False, path="", vms={}, outside={})
             return result
         if args["max_age_hours"] <= 0:
             raise AnsibleActionFail("max_age_hours must be positive (how long a VM's fault domain is remembered).")
@@ -37,16 +41,23 @@ class ActionModule(ActionBase):
         found = {}
 
         def change(text):
-            written, found["vms"], found["note"] = update(text, args["seen"], datetime.now(timezone.utc),
-                                                          args["max_age_hours"])
-            return written
+            found["memory"] = update(text, args["seen"], datetime.now(timezone.utc), args["max_age_hours"],
+                                     args["outside"])
+            return found["memory"].text
 
         try:
             update_under_guard(path, change, write=not self._task.check_mode)
         except OSError as exc:
             raise AnsibleActionFail("cannot use the VM memory file %s (%s); set it with maintenance_cycle_vm_memory, "
                                     "or '' for none." % (path, exc))
-        if found.get("note"):
-            self._display.warning("%s: %s" % (path, found["note"]))
-        result.update(changed=False, path=path, vms=found["vms"])
+        memory = found["memory"]
+        if memory.note:
+            self._display.warning("%s: %s" % (path, memory.note))
+        self._warn_split(memory.outside if args["refuse_split_sets"] else {})
+        result.update(changed=False, path=path, vms=memory.vms, outside=memory.outside)
         return result
+
+    def _warn_split(self, outside):
+        """Loud on every run, quiet hosts or not: the plan refuses these sets (cycle/split_sets.py)."""
+        for set_name, names in sorted(outside.items()):
+            self._display.warning(refusal(set_name, names))

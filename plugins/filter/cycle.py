@@ -16,6 +16,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle import (
     cycle_policy,
     run_name,
+    split_sets,
     transition,
     views,
     watch as watch_book,
@@ -43,9 +44,28 @@ def _host_input(hostvars, host, remembered):
             "left_alone": variables.get("maintenance_cycle_left_alone") is True}
 
 
-def cycle_plan(hosts, hostvars, policy=None, remembered=None):
+def _target_names(hostvars, target_hosts, remembered):
+    """The VM names of the target's hosts beyond this run's reads: each host's resource_name or inventory name
+    (hosts outside an event-driven run's limit too) and the VMs the control node remembers reading."""
+    names = [vm.get("name") for vm in (remembered or {}).values() if isinstance(vm, dict) and vm.get("name")]
+    for host in target_hosts or ():
+        names.append(host)
+        if host in hostvars and hostvars[host].get("maintenance_cycle_resource_name"):
+            names.append(hostvars[host]["maintenance_cycle_resource_name"])
+    return names
+
+
+def cycle_plan(hosts, hostvars, policy=None, remembered=None, remembered_outside=None, target_hosts=None):
     inputs = dict((host, _host_input(hostvars, host, remembered or {})) for host in hosts)
-    return _guard(cycle_policy.plan_cycle, inputs, dict(policy or {}), datetime.now(timezone.utc))
+    return _guard(cycle_policy.plan_cycle, inputs, dict(policy or {}), datetime.now(timezone.utc),
+                  _target_names(hostvars, target_hosts, remembered), dict(remembered_outside or {}))
+
+
+def outside_vms(hosts, hostvars, target_hosts=None):
+    """{set: names} that this run's reads show listed by events of the set and that are no VM of the target (what
+    vm_memory remembers for the split-set rule)."""
+    inputs = dict((host, _host_input(hostvars, host, {})) for host in hosts)
+    return split_sets.outside_vms(views.host_views(inputs), _target_names(hostvars, target_hosts, {}))
 
 
 def read_vms(hosts, hostvars):
@@ -107,4 +127,5 @@ class FilterModule(object):
     def filters(self):
         return {"cycle_plan": cycle_plan, "cycle_confirm": cycle_confirm, "cycle_state": cycle_state, "cycle_step_state": cycle_step_state,
                 "cycle_run_name": cycle_run_name, "watch_start": watch_start, "watch_timing": watch_timing,
-                "watch_after_round": watch_after_round, "watch_done": watch_done, "read_vms": read_vms}
+                "watch_after_round": watch_after_round, "watch_done": watch_done, "read_vms": read_vms,
+                "outside_vms": outside_vms}

@@ -49,9 +49,22 @@ options:
     type: dict
     default: {}
   max_age_hours:
-    description: How long a VM's identity is remembered after the last read that saw it.
+    description: How long a VM's identity, or a VM outside the target, is remembered after the last read that saw it.
     type: float
     default: 24
+  outside:
+    description:
+      - "C({set: [VM names]}) that this run's reads show listed by events of the set and that are no VM of the
+        target (the C(azure_imds.scheduled_events.outside_vms) filter). Remembered per set; a name is forgotten
+        once a read of this target reports it as its own VM."
+    type: dict
+    default: {}
+  refuse_split_sets:
+    description:
+      - Warn, on every run, of each set with VMs outside the target (this run's or remembered); the maintenance
+        cycle refuses those sets unless C(maintenance_cycle_approve_outside_inventory) is set.
+    type: bool
+    default: true
 notes:
   - Use it with C(run_once=true). It never reports a change.
 """
@@ -61,6 +74,7 @@ EXAMPLES = r"""
   azure_imds.scheduled_events.vm_memory:
     path: ~/.ansible/azure_imds_scheduled_events/vms-azure_vms.json
     seen: "{{ ansible_play_hosts_all | azure_imds.scheduled_events.read_vms(hostvars) }}"
+    outside: "{{ ansible_play_hosts_all | azure_imds.scheduled_events.outside_vms(hostvars) }}"
   run_once: true
   register: known
 """
@@ -72,6 +86,10 @@ path:
   type: str
 vms:
   description: "C({host: identity}) of every host remembered, this run's reads included."
+  returned: always
+  type: dict
+outside:
+  description: "C({set: [VM names]}) outside the target, this run's included ({} when the memory is off)."
   returned: always
   type: dict
 """

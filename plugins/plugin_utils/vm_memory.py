@@ -8,6 +8,11 @@ event) holds a fault domain of its set. Known, it holds that one; unknown, it ho
 set (cycle/views.UNKNOWN_DOMAIN), which also stops the events of its own fault domain. So each cycle
 remembers what its reads said, and the plan gives an unread host its remembered VM as `last_vm`.
 
+It also remembers, per set, the VMs that events of the set listed and that are no VM of the target
+(cycle/split_sets.py): a set split over runs is refused for as long as they are remembered, since the danger
+(the other run's drain, which this run cannot see) comes after the event that showed them is gone. A name
+becomes the target's own once a read of this target reports it.
+
 Only the modules' own reads go in, never a relay's push. Entries older than max_age_hours are forgotten
 (a redeployed VM may have moved); a file this code cannot read is started afresh, with a note: a VM not
 remembered is unknown, which is the fail-closed side. Pure: the file work is the action plugin's.
@@ -17,7 +22,9 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import resource_name
 
 VERSION = 1
 IDENTITY_KEYS = ("name", "resource_id", "fault_domain", "update_domain", "vm_scale_set_name", "zone", "location")
@@ -30,37 +37,58 @@ def identity(this_vm: Any) -> Optional[Dict[str, Any]]:
     return {key: this_vm.get(key) for key in IDENTITY_KEYS if key in this_vm}
 
 
-def update(text: Optional[str], seen: Dict[str, Any], now: datetime, max_age_hours: float
-           ) -> Tuple[str, Dict[str, Dict[str, Any]], str]:
-    """(text to write, {host: remembered VM} after this run's reads, a note or "").
+class Memory(NamedTuple):
+    text: str  # the file to write
+    vms: Dict[str, Dict[str, Any]]  # {host: remembered VM}, this run's reads included
+    note: str  # why the file started afresh, or ""
+    outside: Dict[str, List[str]]  # {set: names of VMs outside the target that its events listed}
 
-    `text` is the file as found (None: no file yet); `seen` is {host: this_vm} of the hosts read in this run."""
-    entries, note = _entries(text)
+
+def update(text: Optional[str], seen: Dict[str, Any], now: datetime, max_age_hours: float,
+           outside: Optional[Dict[str, List[str]]] = None) -> Memory:
+    """What the memory holds after this run. `text` is the file as found (None: no file yet); `seen` is
+    {host: this_vm} of the hosts read in this run; `outside` is {set: names} its reads showed outside the target."""
+    entries, found_outside, note = _entries(text)
     oldest = now - timedelta(hours=max_age_hours)
     kept = {host: entry for host, entry in entries.items() if _seen_at(entry) is not None and _seen_at(entry) >= oldest}
     for host, this_vm in sorted(seen.items()):
         vm = identity(this_vm)
         if vm is not None:
             kept[host] = {"vm": vm, "seen_at": now.isoformat()}
-    written = json.dumps({"version": VERSION, "vms": kept}, sort_keys=True, indent=1) + "\n"
-    return written, {host: entry["vm"] for host, entry in kept.items()}, note
+    own = {resource_name(entry["vm"]["name"]) for entry in kept.values()}
+    sets: Dict[str, Dict[str, str]] = {}
+    for key, names in found_outside.items():
+        sets[key] = {n: at for n, at in names.items() if _moment(at) is not None and _moment(at) >= oldest}
+    for key, names in (outside or {}).items():
+        sets.setdefault(key, {}).update((n, now.isoformat()) for n in names)
+    sets = {key: {n: at for n, at in names.items() if resource_name(n) not in own} for key, names in sets.items()}
+    sets = {key: names for key, names in sets.items() if names}
+    written = json.dumps({"version": VERSION, "vms": kept, "outside": sets}, sort_keys=True, indent=1) + "\n"
+    return Memory(written, {host: entry["vm"] for host, entry in kept.items()}, note,
+                  {key: sorted(names) for key, names in sorted(sets.items())})
 
 
-def _entries(text: Optional[str]) -> Tuple[Dict[str, Any], str]:
+def _entries(text: Optional[str]) -> Tuple[Dict[str, Any], Dict[str, Dict[str, str]], str]:
     if text is None or not text.strip():
-        return {}, ""
+        return {}, {}, ""
     try:
         data = json.loads(text)
     except ValueError:
         data = None
     if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("vms"), dict):
-        return {}, "the VM memory file was not one this collection wrote; it starts afresh (unread VMs are unknown)."
-    return {h: e for h, e in data["vms"].items() if isinstance(e, dict) and identity(e.get("vm")) is not None}, ""
+        return {}, {}, "the VM memory file was not one this collection wrote; it starts afresh (unread VMs are unknown)."
+    outside = data.get("outside") if isinstance(data.get("outside"), dict) else {}
+    sets = {key: {str(n): str(at) for n, at in names.items()} for key, names in outside.items() if isinstance(names, dict)}
+    return {h: e for h, e in data["vms"].items() if isinstance(e, dict) and identity(e.get("vm")) is not None}, sets, ""
 
 
 def _seen_at(entry: Dict[str, Any]) -> Optional[datetime]:
+    return _moment(entry.get("seen_at"))
+
+
+def _moment(text: Any) -> Optional[datetime]:
     try:
-        seen = datetime.fromisoformat(str(entry.get("seen_at")))
+        seen = datetime.fromisoformat(str(text))
     except ValueError:
         return None
     return seen if seen.tzinfo is not None else None

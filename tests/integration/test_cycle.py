@@ -346,13 +346,18 @@ def test_regression_a_damaged_state_file_is_kept_and_its_host_counts_as_busy(ben
 
 # ----------------------------------------------------------------- leaders, inventory, fault domains
 
-def test_events_listing_vms_outside_the_play_wait_unless_allowed(bench: CycleBench, tmp_path: Path) -> None:
+def test_a_set_with_vms_outside_the_target_is_refused_loudly_unless_allowed(bench: CycleBench, tmp_path: Path) -> None:
+    """Another run may drain the VMs outside the target (a set split over two runs), unseen: nothing is prepared
+    or approved in the set, every run warns, and the host whose event was refused fails, in one sentence."""
     (event,) = bench.fleet.truth()
     leader, follower = event["resources"]
     partial = CycleBench(bench.fleet, tmp_path / "partial", hosts=[h for h in bench.hosts if h != leader])
     run = partial.run()
-    assert run.returncode == 0 and bench.fleet.approvals() == []
-    assert "lists VMs outside this play (%s)" % leader in run.stdout
+    sentence = "has VMs outside this target (%s)" % leader
+    assert run.returncode != 0 and bench.fleet.approvals() == [] and partial.actions("prepare") == []
+    assert "[WARNING]" in run.stdout + run.stderr and sentence in run.stdout + run.stderr
+    assert "fatal: [%s]" % follower in run.stdout and sentence in run.stdout.split("fatal: [%s]" % follower)[1]
+    assert "Traceback" not in run.stdout + run.stderr
     assert partial.run(extra={"maintenance_cycle_approve_outside_inventory": True}).returncode == 0
     (approval,) = bench.fleet.approvals()
     assert approval["vm"] == follower  # the first listed VM that is a host of this play

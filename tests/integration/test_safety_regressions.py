@@ -4,6 +4,8 @@
   event is gone, and no other fault domain's event may be approved while that VM is still drained.
 - A short Freeze overlapping a Reboot still pending on the same host, with the shipped lb_drain_probe example:
   the Freeze's recover must not undo the Reboot's drain, and the Reboot must not be approved undrained.
+- Item 6: an event prepared anyway (its NotBefore near) while another fault domain still owes its recover: the
+  recover runs first in the same cycle, so two fault domains are never drained at once for the length of it.
 
 Judged by ground truth only, never by the collection's state files: a ledger that the test's own prepare and
 recover tasks write (tests/integration/files/ledger_*.yml: a drain line before any side effect, an undrain line
@@ -123,6 +125,36 @@ def test_a_run_killed_mid_prepare_leaves_no_vm_drained_and_no_other_fault_domain
             problems.append(f"{second_id} of fault domain 1 was approved (by {approval['vm']} at {approval['at']}) "
                             f"while {killed} of fault domain 0 was still drained for {first_id}")
     assert not problems, "; ".join(problems)
+
+
+# ----------------------------------------------------------------- prepare-anyway before recover
+
+# Fault domain 0 (vm0) and 1 (vm1). vm0 is drained for a Reboot that Azure then withdraws (its recover is owed);
+# vm1's Reboot must then wait for fault domain 0, but NotBefore is near (prepare_anyway_seconds covers any
+# notice), so it is prepared anyway in the same run that owes vm0's recover. Before, the role prepared first.
+def test_an_event_prepared_anyway_waits_for_the_owed_recover_of_another_fault_domain_in_its_cycle(
+        tmp_path: Path) -> None:
+    fleet = LiveFleet(None, time_scale=5.0, fleet=FleetSpec(vms=2, fault_domains=2))
+    try:
+        first, second = fleet.vms
+        bench = CycleBench(fleet, tmp_path)
+        ledger = Ledger(tmp_path / "ledger")
+        hold = dict(ledger.extra, maintenance_cycle_approve_prepared_events=False,
+                    maintenance_cycle_prepare_anyway_seconds=10 ** 6)
+        (first_id,) = fleet.inject({"key": "fd0", "type": "Reboot", "notice_s": 900, "resources": {"names": [first]}})
+        run = bench.run(extra=hold)
+        assert run.returncode == 0 and [e["action"] for e in ledger.entries(first)] == ["drain"], run.stdout[-3000:]
+        fleet.cancel(first_id)
+        (second_id,) = fleet.inject({"key": "fd1", "type": "Reboot", "notice_s": 900,
+                                     "resources": {"names": [second]}})
+        run = bench.run(extra=hold)
+        assert run.returncode == 0, run.stdout[-3000:]
+    finally:
+        fleet.close()
+    (undrained,) = [e["at"] for e in ledger.entries(first, first_id, "undrain")]
+    (drained,) = [e["at"] for e in ledger.entries(second, second_id, "drain")]
+    assert undrained < drained, (f"{second} (fault domain 1) was drained for {second_id} at {drained}, before {first} "
+                                 f"(fault domain 0) got its owed recover at {undrained}: two domains drained at once")
 
 
 # ----------------------------------------------------------------- a short Freeze over a pending Reboot

@@ -56,6 +56,9 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import confirm_approvals, plan_cycle
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.errors import PolicyError
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.split_sets import outside_vms
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.views import host_views
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.vm_memory import update
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.transition import AFTER_RECOVER, BEFORE_PREPARE, PREPARED, state_for_step
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import (
     empty_state,
@@ -128,6 +131,7 @@ class Cycle:
     (the event-driven source's max_parallel_runs), their steps interleaved."""
     owner: str                      # the owner of the VM locks it takes
     hosts: List[str]
+    target: List[str] = field(default_factory=list)  # every VM of its target (an event-driven run's limit is less)
     leave_alone: Set[str] = field(default_factory=set)  # in the play, not contacted (counted busy)
     alive: Set[str] = field(default_factory=set)   # hosts still in the play
     lost: Set[str] = field(default_factory=set)    # unreachable: nothing more runs on them, their lock stays
@@ -153,6 +157,7 @@ class FleetRun:
     states: Dict[str, Optional[Dict[str, Any]]] = field(default_factory=dict)
     locks: Dict[str, str] = field(default_factory=dict)  # VM -> its lock file's text
     last_vm: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    memory: Dict[Tuple[str, ...], Optional[str]] = field(default_factory=dict)  # target -> its vm_memory file
     late_events: Set[str] = field(default_factory=set)  # events a VM was drained for late (NotBefore near)
     sent: Set[str] = field(default_factory=set)  # events whose approval reached IMDS
     parsed: Dict[Tuple[str, int], Optional[Dict[str, Any]]] = field(default_factory=dict)  # (VM, revision): document
@@ -162,6 +167,7 @@ class FleetRun:
     now: datetime = START
     cycles: int = 0
     refusals: int = 0  # cycles the plan refused (PolicyError) before anything was done
+    split_refused: int = 0  # events a plan refused because their set has VMs outside its target (split_sets)
 
     # ----------------------------------------------------------------------------------- ground truth
 
@@ -374,8 +380,10 @@ class FleetRun:
         self.now = max(at, self.now)
         self.run_to_end(self.new_cycle(self.vms()))
 
-    def new_cycle(self, hosts: List[str], leave_alone: Set[str] = frozenset()) -> Cycle:
-        return Cycle(owner=f"run-{self.cycles + 1}", hosts=list(hosts), leave_alone=set(leave_alone))
+    def new_cycle(self, hosts: List[str], leave_alone: Set[str] = frozenset(), target: Optional[List[str]] = None
+                  ) -> Cycle:
+        return Cycle(owner=f"run-{self.cycles + 1}", hosts=list(hosts), leave_alone=set(leave_alone),
+                     target=list(target or self.vms()))
 
     def run_to_end(self, cycle: Cycle) -> bool:
         """Run a cycle's steps at once; False when it was killed."""
@@ -408,18 +416,20 @@ class FleetRun:
                 yield
         cycle.read_quiet = read_quiet(sorted(reads), {vm: {"maintenance_cycle_query": r} for vm, r in reads.items()})
         cycle.alive = {vm for vm, r in reads.items() if "events" in r and not r["quiet"] and not r["lock"].get("held_by")}
-        if not cycle.alive:
-            return
         given = {vm: {"result": r, "lock": r["lock"] or None, "last_vm": self.last_vm.get(vm)} for vm, r in reads.items()}
         given.update({vm: {"left_alone": True, "last_vm": self.last_vm.get(vm)} for vm in cycle.leave_alone})
         for vm in given:
             given[vm]["availability_set"] = self.engine.vm_state(vm).vm.availability_set
+        remembered = self.remember(cycle, given, reads)  # vm_memory, before quiet hosts end
+        if not cycle.alive:
+            return
         try:
-            plan = plan_cycle(given, self.policy, self.now)
+            plan = plan_cycle(given, self.policy, self.now, cycle.target, remembered)
         except PolicyError:
             self.refusals += 1  # the run fails before anything is done; its `always` gives the locks back
             self.release_all(cycle)
             return
+        self.split_refused += sum(1 for verdict in plan["admissions"].values() if verdict == "refused")
         for vm, r in reads.items():
             if "events" in r:
                 self.last_vm[vm] = r["this_vm"]
@@ -470,6 +480,17 @@ class FleetRun:
         for vm in sorted(cycle.alive):
             self.save(vm, cycle, reads[vm], hosts[vm], AFTER_RECOVER, approved_now[vm])
         self.release_all(cycle)
+
+    def remember(self, cycle: Cycle, given: Dict[str, Dict[str, Any]], reads: Dict[str, Dict[str, Any]]
+                 ) -> Dict[str, List[str]]:
+        """The role's vm_memory step for the split-set rule: the target's file (plugin_utils/vm_memory.py) takes the
+        VMs outside the target that this run's reads show, and gives back what it remembers of them."""
+        key = tuple(sorted(cycle.target))
+        outside = outside_vms(host_views(given), cycle.target)
+        memory = update(self.memory.get(key), {vm: r["this_vm"] for vm, r in reads.items() if "events" in r},
+                        self.now, 24.0, outside)
+        self.memory[key] = memory.text
+        return memory.outside
 
     def release_all(self, cycle: Cycle) -> None:
         """The role's `always`: every host it claimed and can still reach gives its lock back."""

@@ -231,7 +231,7 @@ def split_run(seed: int, faults: Faults, period_s: int, hours: float = 24.0, fle
     halves = [vms[0::2], vms[1::2]]
     end = START + timedelta(hours=hours)
     while run.now < end:
-        cycles = [run.new_cycle(half) for half in halves]
+        cycles = [run.new_cycle(half, target=half) for half in halves]
         cycles[1].owner = f"{cycles[0].owner}-b"
         both = [(cycle, run.steps(cycle)) for cycle in cycles]
         while both:

@@ -4,8 +4,8 @@
 """The plan of a maintenance cycle over the hosts of a target: pure functions, no I/O.
 
 The cycle's decisions, one concept per file of this folder: `views` (what the plan knows of each host),
-`fault_domains` (the fault-domain rule), this file (the plan: prepares, approvals, recovers), `transition`
-(what a host saves at each step), `watch` (a watch's rounds). The role is a linear shell around them
+`fault_domains` (the fault-domain rule), `split_sets` (sets split over runs), this file (the plan: prepares,
+approvals, recovers), `transition` (what a host saves at each step), `watch` (a watch's rounds). The role is a linear shell around them
 (through the `cycle` filters); the safety-invariant tests drive the very same functions against the simulator.
 Rules (the README's "Safety rules" states them for users):
 
@@ -18,6 +18,9 @@ Rules (the README's "Safety rules" states them for users):
   unknown blocks every new fault domain).
 - A fault domain is keyed by what it really is (`domain_key`): scale set or
   availability set, zone, and fault-domain number.
+- A set with VMs outside the target (events list them, now or as the control
+  node remembers) is refused: another run may drain them unseen (`split_sets`).
+  Its events are neither prepared nor approved; owed recovers still run.
 - A fault domain is in maintenance while one of its hosts is in a Started event
   (or one of a status this code does not know) or has begun a prepare that has
   not been recovered and saved since.
@@ -64,6 +67,12 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.
     deferral,
     unseen_needed,
 )
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.split_sets import (
+    outside_vms,
+    refusal,
+    set_of,
+    split_sets,
+)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.views import (
     AMBIGUOUS,
     DAMAGED,
@@ -98,11 +107,15 @@ DEFAULT_POLICY = {
 
 # ----------------------------------------------------------------------------------------------- plan
 
-def plan_cycle(hosts, policy=None, now=None):
-    """The whole cycle's plan: {hosts: {host: {...}}, approvals, admissions, fault_domains_in_maintenance, notes}.
+def plan_cycle(hosts, policy=None, now=None, target_names=(), remembered_outside=None):
+    """The whole cycle's plan: {hosts: {host: {...}}, approvals, admissions, fault_domains_in_maintenance,
+    split_sets, notes}.
 
     `admissions` says of each Scheduled event of the target whether it was admitted into maintenance,
-    deferred by the fault-domain limit, or admitted late (its NotBefore is near)."""
+    deferred by the fault-domain limit, admitted late (its NotBefore is near), or refused (its set is split).
+    `target_names` are the VM names of the target's hosts beyond `hosts` (outside an event-driven run's limit,
+    remembered by the control node); `remembered_outside` is {set: names} the control node remembers as outside
+    the target (vm_memory)."""
     policy = _policy(policy)
     _refuse_unlocked_parallel_runs(hosts, policy)
     now = now or datetime.now(timezone.utc)
@@ -111,9 +124,14 @@ def plan_cycle(hosts, policy=None, now=None):
     for host, view in views.items():
         by_vm.setdefault(resource_name(view["vm_name"]), host)
     plan = dict((host, _empty_plan(view)) for host, view in views.items())
+    split = {}
+    if not policy["approve_outside_inventory"]:
+        split = split_sets(outside_vms(views, target_names), remembered_outside, list(target_names) + list(by_vm))
+    refused = dict((h, refusal(set_of(v["domain"]), split[set_of(v["domain"])])) for h, v in views.items()
+                   if set_of(v["domain"]) in split)
     busy, doubtful, holders = busy_fault_domains(views, by_vm, policy["approve_outside_inventory"])
     events = _scheduled_events(views, by_vm)
-    admitted = _plan_prepares(events, views, plan, by_vm, busy, doubtful, holders, policy, now)
+    admitted = _plan_prepares(events, views, plan, by_vm, busy, doubtful, holders, policy, now, refused)
     approvals = _plan_approvals(events, views, plan, by_vm, admitted, policy)
     for host, view in views.items():
         plan[host]["recover"], plan[host]["drained_for"] = _recovers(view, plan[host]["prepare"])
@@ -127,8 +145,8 @@ def plan_cycle(hosts, policy=None, now=None):
         plan[host]["renew"] = not plan[host]["save_first"] and bool(plan[host]["recover"] or affected)
     return {"hosts": plan, "approvals": approvals, "admissions": dict((e["event_id"], admitted[e["event_id"].upper()])
                                                                       for e, _hosts in events),
-            "fault_domains_in_maintenance": sorted(busy),
-            "notes": _notes(views, plan) + _split_note(views, by_vm, policy)}
+            "fault_domains_in_maintenance": sorted(busy), "split_sets": split,
+            "notes": _notes(views, plan) + sorted(set(refused.values()))}
 
 
 def _policy(policy):
@@ -166,7 +184,8 @@ def _refuse_unlocked_parallel_runs(hosts, policy):
 
 def _empty_plan(view):
     return {"vm_name": view["vm_name"], "status": view["status"], "fault_domain": view["domain"],
-            "prepare": [], "late": [], "deferred": [], "approve": [], "waiting": [], "recover": [], "drained_for": [],
+            "prepare": [], "late": [], "deferred": [], "refused": [], "approve": [], "waiting": [], "recover": [],
+            "drained_for": [],
             "renew": False, "saves": False, "save_first": False, "records_approval": ""}
 
 
@@ -200,11 +219,16 @@ def prepare_wanted(event, policy):
     return policy["prepare_short_freezes"] or not _short_freeze(event, policy)
 
 
-def _plan_prepares(events, views, plan, by_vm, busy, doubtful, holders, policy, now):
-    """Admit or defer each event as a whole; returns {event id: "admitted" | "late" | "deferred"}."""
+def _plan_prepares(events, views, plan, by_vm, busy, doubtful, holders, policy, now, refused):
+    """Admit or defer each event as a whole; returns {event id: "admitted" | "late" | "deferred" | "refused"}."""
     limit = policy["max_fault_domains_in_maintenance"]
     admitted = {}
     for event, hosts in events:
+        if any(h in refused for h in hosts):  # its set is split over runs: this run drains nothing in it
+            admitted[event["event_id"].upper()] = "refused"
+            for host in hosts:
+                plan[host]["refused"].append({"event_id": event["event_id"], "reason": refused.get(host, "")})
+            continue
         needed = set(views[h]["domain"] for h in hosts) | unseen_needed(event, by_vm, policy)
         certain = set(busy) - doubtful
         key = event["event_id"].upper()
@@ -299,6 +323,8 @@ def _approval_refusal(event, hosts, views, plan, by_vm, admitted, policy):
     key = event["event_id"].upper()
     if any(key in views[h]["approved"] for h in hosts):
         return ""
+    if admitted[key] == "refused":
+        return "its set has VMs outside this target, so this run approves nothing in it"
     if not event.get("known_type", True) or not event.get("known_status", True):
         return "unknown EventType or EventStatus"
     if event["event_type"] in policy["leave_to_not_before"]:
@@ -368,22 +394,6 @@ def _recovers(view, preparing):
     if not owed or not holding:
         return owed, []
     return [], holding
-
-
-def _split_note(views, by_vm, policy):
-    """Say it loudly when the run's sets have VMs it does not manage: another run may drain them, and this run sees
-    that only while an event lists them (between such an event's end and the other run's recover it cannot)."""
-    if policy["approve_outside_inventory"]:
-        return []
-    outside = sorted(set(name for view in views.values() for event in view["seen"] for name in event["resources"]
-                         if by_vm.get(resource_name(name)) is None))
-    if not outside:
-        return []
-    return ["Events of this run's sets list VMs outside it (%s%s): if another run manages them (a set split over "
-            "two runs), their fault domains count as in maintenance while those events are listed, but this run "
-            "cannot see their drains after that; run one target per set, or set "
-            "maintenance_cycle_approve_outside_inventory if nothing else manages them."
-            % (", ".join(outside[:5]), " and %d more" % (len(outside) - 5) if len(outside) > 5 else "")]
 
 
 def _notes(views, plan):

@@ -12,9 +12,9 @@ VM0 = {"name": "vm0", "fault_domain": 0, "update_domain": 0, "vm_scale_set_name"
 
 
 def test_a_read_is_remembered_and_returned_with_what_was_known() -> None:
-    text, known, note = update(None, {"web0": VM0}, NOW, 24)
+    text, known, note, _outside = update(None, {"web0": VM0}, NOW, 24)
     assert note == "" and known["web0"]["fault_domain"] == 0 and "os_type" not in known["web0"]
-    later, known, note = update(text, {"web1": dict(VM0, name="vm1", fault_domain=1)}, NOW + timedelta(hours=1), 24)
+    later, known, note, _outside = update(text, {"web1": dict(VM0, name="vm1", fault_domain=1)}, NOW + timedelta(hours=1), 24)
     assert sorted(known) == ["web0", "web1"] and note == ""
     assert json.loads(later)["vms"]["web0"]["seen_at"] == NOW.isoformat(), "kept as first seen"
 
@@ -34,7 +34,29 @@ def test_reads_that_do_not_tell_the_fault_domain_are_not_remembered() -> None:
 
 def test_a_damaged_file_starts_afresh_with_a_note_and_unknown_vms_stay_unknown() -> None:
     for text in ("{", "[]", json.dumps({"version": 9, "vms": {}}), json.dumps({"version": 1, "vms": []})):
-        written, known, note = update(text, {}, NOW, 24)
+        written, known, note, _outside = update(text, {}, NOW, 24)
         assert known == {} and "starts afresh" in note and json.loads(written)["vms"] == {}
     entries = {"web0": {"vm": {"name": "vm0"}, "seen_at": NOW.isoformat()}, "web1": {"vm": VM0, "seen_at": "yesterday"}}
     assert update(json.dumps({"version": 1, "vms": entries}), {}, NOW, 24)[1] == {}
+
+
+def test_vms_outside_the_target_are_remembered_per_set_after_their_events_are_gone() -> None:
+    """The split-set rule (cycle/split_sets.py): the danger, the other run's drain, comes after the event is gone."""
+    first = update(None, {"web0": VM0}, NOW, 24, {"availability set as1": ["win0", "win1"]})
+    assert first.outside == {"availability set as1": ["win0", "win1"]}
+    later = update(first.text, {"web0": VM0}, NOW + timedelta(hours=23), 24, {})
+    assert later.outside == {"availability set as1": ["win0", "win1"]}, "remembered with no event listing them now"
+    assert update(later.text, {}, NOW + timedelta(hours=25), 24).outside == {}, "forgotten after max_age_hours"
+
+
+def test_a_vm_outside_the_target_becomes_its_own_once_a_read_of_the_target_reports_it() -> None:
+    text = update(None, {"web0": VM0}, NOW, 24, {"availability set as1": ["WIN0", "win1"]}).text
+    moved_in = update(text, {"win0": dict(VM0, name="win0", fault_domain=1)}, NOW + timedelta(hours=1), 24)
+    assert moved_in.outside == {"availability set as1": ["win1"]}, "the operator put win0 in the target"
+
+
+def test_a_damaged_outside_section_is_left_out_not_a_failure() -> None:
+    entries = {"web0": {"vm": VM0, "seen_at": NOW.isoformat()}}
+    for outside in ([], {"as1": ["win0"]}, {"as1": {"win0": "yesterday"}}):
+        memory = update(json.dumps({"version": 1, "vms": entries, "outside": outside}), {}, NOW, 24)
+        assert memory.outside == {} and sorted(memory.vms) == ["web0"] and memory.note == ""

@@ -65,6 +65,16 @@ def test_a_corrupt_state_is_never_quiet_and_warns() -> None:
     assert len(warnings) == 1 and "not JSON" in warnings[0]
 
 
+def test_regression_a_state_of_a_newer_version_is_untrusted_not_taken_for_a_first_cycle() -> None:
+    """Issue 25 (low): a state file this code cannot trust (damaged, or written by a newer collection) was saved
+    over as a first cycle, losing the recovers it owed. It is corrupt now: never quiet, kept, the host busy."""
+    warnings: List[str] = []
+    newer = json.dumps({"version": 99, "document_incarnation": 3, "events": [], "approved": [], "more": {}})
+    result = run_info(params(), edges({"DocumentIncarnation": 4, "Events": []}, newer, warnings))
+    assert result["quiet"] is False and result["state_status"] == "corrupt" and result["state"] is None
+    assert len(warnings) == 1 and "has version 99" in warnings[0]
+
+
 def test_a_vm_whose_state_still_owes_a_recover_is_not_quiet() -> None:
     record = {"event_id": REBOOT["EventId"], "event_type": "Reboot", "event_status": "Started", "resources": ["vm0"],
               "not_before": None, "event_source": "Platform", "duration_in_seconds": -1, "description": "",
