@@ -78,3 +78,50 @@ def test_the_roles_policy_is_the_cycles_policy_under_the_same_names_with_the_sam
             continue
         assert variable == f"maintenance_cycle_{key}", f"{key} is passed from {variable}"
         assert defaults[variable] == DEFAULT_POLICY[key], f"{variable} defaults to {defaults[variable]!r}"
+
+
+def _spelled(value: Any) -> Any:
+    """A default as the policy holds it, from a survey's or the README's spelling ('true', '' for [], 'all five')."""
+    if isinstance(value, str):
+        word = value.strip("`")
+        if word in ("true", "false"):
+            return word == "true"
+        if word in ("", "[]"):
+            return []
+        if word == "all five":
+            return list(KNOWN_EVENT_TYPES)
+        return float(word) if "." in word else int(word)
+    return value
+
+
+def _policy_variables() -> Iterator[Tuple[str, str]]:
+    """(policy key, role variable) of every setting a user sets (prepare_configured is whether tasks are given)."""
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import DEFAULT_POLICY
+    for key in DEFAULT_POLICY:
+        if key != "prepare_configured":
+            yield key, f"maintenance_cycle_{key}"
+
+
+def test_the_role_argument_spec_documents_every_policy_setting_with_its_default() -> None:
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import DEFAULT_POLICY
+    specs = yaml.safe_load((REPO / "roles/maintenance_cycle/meta/argument_specs.yml").read_text())["argument_specs"]
+    for entry in ("main", "query"):
+        options = specs[entry]["options"]
+        for key, variable in _policy_variables():
+            assert variable in options, f"{entry} does not document {variable}"
+            assert options[variable].get("default") == DEFAULT_POLICY[key], f"{entry}: {variable}'s default"
+
+
+def test_the_readme_table_and_the_awx_surveys_give_each_policy_setting_its_default() -> None:
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import DEFAULT_POLICY
+    readme = (REPO / "README.md").read_text()
+    rows = dict(re.findall(r"^\| `(maintenance_cycle_\w+)` \| ([^|]+?) \|", readme, re.M))
+    surveys = [(path.name, item) for path in sorted((REPO / "awx/surveys").glob("*.json"))
+               for item in json.loads(path.read_text())["spec"]]
+    for key, variable in _policy_variables():
+        assert variable in rows, f"the README's role variables table has no row for {variable}"
+        assert _spelled(rows[variable]) == DEFAULT_POLICY[key], f"the README gives {variable} {rows[variable]}"
+        for name, item in surveys:
+            if item["variable"] == variable:
+                assert _spelled(item.get("default")) == DEFAULT_POLICY[key], f"{name} gives {variable} {item}"
+    assert any(item["variable"].startswith("maintenance_cycle_") for _name, item in surveys), "the surveys were read"
