@@ -34,7 +34,9 @@ whatever event it ran for) and from the engine's record of approvals and of the 
   events a prepare began for since the VM's last undrain count as its events: the cycle cannot tell how far a
   prepare went that a kill or a failure cut short, so it keeps the VM drained for them until they are gone);
 - undone_while_pending: no drain is undone while an event it was made for still lists the VM;
-- approved_twice: no approval is sent twice (the approval is on record before its POST).
+- approved_twice: no approval is sent twice (the approval is on record before its POST);
+- unlocked_side_by_side (fault_model_event_driven.py): cycles that run side by side without VM locks drain and
+  approve nothing (each refuses before it acts).
 """
 from __future__ import annotations
 
@@ -603,8 +605,12 @@ FAULTS = {
                                          kill=0.01, unknown=0.05, unreadable=0.03, stale=0.3),
 }
 
-# Beyond fleet-mix: Spot evictions and scale-in deletions, which overlap the walks on one host.
+# Beyond fleet-mix: Spot evictions and scale-in deletions, which overlap the walks on one host, and platform events
+# that list two VMs of a set, often of two fault domains: more than the limit, so each may only go alone (the plan's
+# "an event that spans domains goes as a whole"), and two of them may overlap.
 EXTRA_EVENTS = [
+    {"key": "two-hosts", "type": "Reboot", "source": "Platform", "description": "Host maintenance.", "duration_s": -1,
+     "notice_s": [600, 900], "started_for_s": [60, 120], "resources": {"set": "random", "count": 2}, "per_day": 1.0},
     {"key": "spot-eviction", "type": "Preempt", "source": "Platform", "description": "Spot eviction.",
      "duration_s": -1, "notice_s": 30, "started_for_s": [60, 120], "resources": {"count": 1}, "per_day": 0.5},
     {"key": "scale-in", "type": "Terminate", "source": "User", "description": "Scale-in.", "duration_s": -1,

@@ -221,6 +221,11 @@ def event_driven_run(seed: int, faults: Faults, push_faults: PushFaults, setup: 
         run.tick()
         run.now += timedelta(seconds=TICK_S)
     run.finish(run.now, SETTLE_PERIOD_S)
+    if parallel > 1 and not locking and (run.ledger.drains or run.verdict.approvals):
+        # Only the VM locks keep cycles side by side apart (two could admit two fault domains at once): without
+        # them every cycle must refuse before it acts, whether or not this day happened to overlap two domains.
+        run.verdict.add("unlocked_side_by_side", f"cycles ran side by side without VM locks and acted "
+                                                 f"({run.ledger.drains} drains, {run.verdict.approvals} approvals)")
     return run
 
 

@@ -65,14 +65,6 @@ def test_a_set_split_over_two_runs_is_refused_by_both_and_keeps_the_limit(faults
     assert run.split_refused > 0, "both runs saw the set split"
 
 
-def test_two_events_spanning_beyond_the_limit_are_not_admitted_together() -> None:
-    """Seed 436 of make invariants at 4f1fa61: one event lists VMs of fault domains 0 and 2, another of 0, 1 and 2;
-    each alone may go as a whole, but the second was admitted because the only busy domains were ones it needs too
-    (held by the first)."""
-    run = simulate(436, FAULTS["everything fails sometimes"], 300, fleet="two sets")
-    assert run.verdict.problems == [], json.dumps(run.verdict.problems[:4], indent=1, default=str)
-
-
 def test_a_drain_merely_begun_licenses_no_event_to_join_its_domain() -> None:
     """Seed 51 of make invariant-mutants at 4457090 with the rule reverted (2 of 4,000 fleet-days): a run killed
     after its write-ahead and before the drain left fault domain 2 begun only; with domain 0 in maintenance, an
