@@ -94,6 +94,8 @@ class Faults:
     widen: float = 0.0      # an event's Resources gains a VM while hosts prepare
     lost: float = 0.0       # at each step, a host is lost (unreachable): nothing more runs on it this cycle
     kill: float = 0.0       # at each step, the run is killed (SIGKILL, a cancelled job): nothing more runs at all
+    kill_in_prepare: float = 0.0  # killed while a prepare task runs, before it drained: prepare tasks take most of a
+    #                               cycle's time (a drain waits out open connections), so a kill lands there most
     unknown: float = 0.0    # a cycle's reads serve Started events with a status this code does not know
     unreadable: float = 0.0  # a host's state file cannot be read this cycle (the file itself stays intact)
     stale: float = 0.0      # a host's IMDS still serves the document it served before (the platform's news reaches
@@ -141,6 +143,7 @@ class Cycle:
     unknown_status: bool = False    # its reads serve Started events with a status this code does not know
     before_prepare: Set[Tuple[str, str, int]] = field(default_factory=set)  # busy domains before its prepares
     drains: List[Tuple[str, str, bool]] = field(default_factory=list)  # (VM, event, late) drained by its prepares
+    busy_at_last_drain: Set[Tuple[str, str, int]] = field(default_factory=set)  # the domains in maintenance then
     read_quiet: List[str] = field(default_factory=list)  # what its done report says its own read found quiet
 
 
@@ -213,19 +216,21 @@ class FleetRun:
             self.late_events.add(event_id)
         self.ledger.drained_for.setdefault(vm, set()).add(event_id)
         self.ledger.drains += 1
+        cycle.busy_at_last_drain = self.busy_domains()
 
     def judge_prepares(self, cycle: Cycle) -> None:
         """over_the_limit for the drains of a run's prepare tasks, which run in parallel on their hosts, so
-        their order is no one's: a fault domain they brought into maintenance is over the limit when the set then
-        has more busy domains than the limit (another run's drains count), unless an event it was drained for
-        lists all of them (an event that spans domains, alone), or it was drained only for events prepared late
-        (counted apart)."""
+        their order is no one's: a fault domain they brought into maintenance is over the limit when the set has
+        more busy domains than the limit once the last of them was made (another run's drains count; an event that
+        Azure started only after that, a hardware failure, was none of the run's doing), unless an event it was
+        drained for lists all of them (an event that spans domains, alone), or it was drained only for events
+        prepared late (counted apart)."""
         fresh: Dict[Tuple[str, str, int], List[Tuple[str, bool]]] = {}
         for vm, event_id, late in cycle.drains:
             if self.domain(vm) not in cycle.before_prepare:
                 fresh.setdefault(self.domain(vm), []).append((event_id, late))
         late_only = {d for d, drains in fresh.items() if all(late for _e, late in drains)}
-        busy = self.busy_domains() - late_only
+        busy = cycle.busy_at_last_drain - late_only
         for domain, drains in sorted(fresh.items()):
             same_set = {d for d in busy | late_only if d[0] == domain[0]}
             if len(same_set) <= LIMIT:
@@ -461,6 +466,9 @@ class FleetRun:
             for event in hosts[vm]["prepare"]:
                 if vm not in cycle.alive:
                     break
+                if self.chance(self.faults.kill_in_prepare):
+                    self.verdict.kills += 1
+                    raise Killed()  # written ahead, not drained: the begun prepare licenses nothing
                 self.drain(cycle, vm, event["event_id"], event["event_id"] in hosts[vm]["late"])
                 if self.chance(self.faults.prepare):
                     cycle.alive.discard(vm)
@@ -600,9 +608,9 @@ FLEETS = {
 
 FAULTS = {
     "none": Faults(),
-    "kills and lost hosts": Faults(kill=0.02, lost=0.02),
+    "kills and lost hosts": Faults(kill=0.02, kill_in_prepare=0.2, lost=0.02),
     "everything fails sometimes": Faults(read=0.05, prepare=0.1, post=0.1, recover=0.1, widen=0.2, lost=0.01,
-                                         kill=0.01, unknown=0.05, unreadable=0.03, stale=0.3),
+                                         kill=0.01, kill_in_prepare=0.05, unknown=0.05, unreadable=0.03, stale=0.3),
 }
 
 # Beyond fleet-mix: Spot evictions and scale-in deletions, which overlap the walks on one host, and platform events
