@@ -54,7 +54,11 @@ def _importable(root: Optional[Path]) -> None:
             sys.path.insert(0, path)
 
 
-def combos(fleet_days: int) -> List[Combo]:
+KINDS = ("all", "scheduled", "event-driven", "split")
+
+
+def combos(fleet_days: int, only: str = "all") -> List[Combo]:
+    """The fleet-days to run, in turn; `only` one kind of them (a mutant whose code runs in no other kind)."""
     from tests.reliability.fault_model import FAULTS, FLEETS
     from tests.reliability.fault_model_event_driven import SETUPS
     scheduled = list(itertools.product(sorted(FLEETS), sorted(FAULTS), PERIODS))
@@ -64,6 +68,8 @@ def combos(fleet_days: int) -> List[Combo]:
     for index in range(fleet_days):
         kinds = (event_driven if index % EVENT_DRIVEN_EVERY == EVENT_DRIVEN_EVERY - 1
                  else split if index % SPLIT_EVERY == 2 else scheduled)
+        if only != "all":
+            kinds = {"scheduled": scheduled, "event-driven": event_driven, "split": split}[only]
         turn = counts[id(kinds)]
         counts[id(kinds)] += 1
         chosen.append((turn // len(kinds),) + kinds[turn % len(kinds)])
@@ -93,6 +99,7 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--fleet-days", type=int, default=10000)
     parser.add_argument("--first-failure", action="store_true", help="stop at the first fleet-day that fails")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--only", choices=KINDS, default="all", help="run one kind of fleet-day only")
     args = parser.parse_args(argv)
     root = _stage()
     try:
@@ -112,7 +119,7 @@ def _run(args: argparse.Namespace, root: Path) -> int:
     kinds: Counter = Counter()
     failed: List[Dict[str, object]] = []
     with ProcessPoolExecutor(args.workers, initializer=_importable, initargs=(root,)) as pool:
-        for result in pool.map(one, combos(args.fleet_days), chunksize=4):
+        for result in pool.map(one, combos(args.fleet_days, args.only), chunksize=4):
             totals.update({k: result[k] for k in COUNTED})
             totals["fleet-days"] += 1
             if result["problems"]:

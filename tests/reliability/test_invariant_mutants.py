@@ -16,3 +16,9 @@ REPO = Path(__file__).resolve().parents[2]
 def test_the_mutant_still_finds_its_fix(name: str) -> None:
     mutated = mutated_texts(REPO, name)
     assert any(text != (REPO / path).read_text() for path, text in mutated.items()), "reverting changes nothing"
+
+
+def test_each_mutant_run_on_one_kind_of_fleet_day_is_a_mutant() -> None:
+    from tools.invariant_mutants import MUTATIONS, ONLY
+    from tools.fault_model_run import KINDS
+    assert set(ONLY) <= set(MUTATIONS) and set(ONLY.values()) <= set(KINDS)
