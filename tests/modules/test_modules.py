@@ -51,6 +51,7 @@ def test_info_reads_every_scenario_type(tmp_path: Path, scenario: str) -> None:
             assert event["not_before"] is None and event["seconds_to_not_before"] is None
 
 
+@pytest.mark.core_line
 def test_one_approval_from_the_leader_starts_the_event_for_every_listed_vm(tmp_path: Path, fleet: LiveFleet) -> None:
     truth = fleet.truth()[0]
     leader, other = truth["resources"]
@@ -69,6 +70,7 @@ def test_one_approval_from_the_leader_starts_the_event_for_every_listed_vm(tmp_p
         assert [e["event_id"] for e in after["diff"]["started"]] == [truth["event_id"]]
 
 
+@pytest.mark.core_line
 def test_check_mode_sends_nothing_but_reports_what_it_would(tmp_path: Path, fleet: LiveFleet) -> None:
     leader = fleet.truth()[0]["resources"][0]
     run = play(tmp_path, fleet, [("read", info()), ("approve", approve(events="{{ r_read.events_for_this_vm }}"))],
@@ -175,6 +177,7 @@ BAD_ANSWERS = {
 }
 
 
+@pytest.mark.core_line
 def test_unrecoverable_answers_fail_with_one_sentence_and_no_traceback(tmp_path: Path, fleet: LiveFleet) -> None:
     for vm, (fault, _) in BAD_ANSWERS.items():
         fleet.fault(vm, fault)
@@ -197,6 +200,7 @@ def test_first_call_delay_is_survived_with_the_first_call_budget(tmp_path: Path)
     assert run.of("avset-web-vm0", "read")["failed"] is False
 
 
+@pytest.mark.core_line
 def test_empty_body_is_no_document_yet_with_a_warning(tmp_path: Path, fleet: LiveFleet) -> None:
     fleet.fault("avset-web-vm0", {"kind": "empty_body"})
     run = play(tmp_path, fleet, [("read", info())], hosts=["avset-web-vm0"])
@@ -218,6 +222,7 @@ def test_unknown_event_type_is_kept_and_warned_about(tmp_path: Path, fleet: Live
     assert any("unknown EventType 'Hibernate'" in w for w in result["warnings"])
 
 
+@pytest.mark.core_line
 def test_bad_options_fail_before_anything_is_sent(tmp_path: Path, fleet: LiveFleet) -> None:
     run = play(tmp_path, fleet, [
         ("version", info(api_version="2016-01-01")),
@@ -267,6 +272,7 @@ def _oldest_target() -> "tuple[tuple[int, int], str]":
 OLDEST_TARGET, OLDEST_PYTHON = _oldest_target()
 
 
+@pytest.mark.core_line
 def test_both_modules_run_on_the_oldest_supported_target(tmp_path: Path, fleet: LiveFleet) -> None:
     # Required, not skipped: this image's pyenv has 3.8 and 3.9; a missing one is a failure to see.
     assert OLDEST_PYTHON, f"no Python {OLDEST_TARGET} interpreter (pyenv or /usr/bin) to act as the oldest target"
@@ -301,6 +307,7 @@ def test_resource_name_overrides_the_compute_name(tmp_path: Path, fleet: LiveFle
     assert any("name is unknown" in w for w in anonymous["warnings"])
 
 
+@pytest.mark.core_line
 def test_a_failed_approval_post_says_what_was_attempted(tmp_path: Path, fleet: LiveFleet) -> None:
     truth = fleet.truth()[0]
     leader = truth["resources"][0]
