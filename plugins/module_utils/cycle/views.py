@@ -43,7 +43,10 @@ def domain_key(this_vm, availability_set=""):
     this_vm = this_vm or {}
     zone = this_vm.get("zone") or ""
     number = this_vm.get("fault_domain")
-    fault_domain = "fault domain %s" % ("?" if number is None else number)
+    # A VM of a set whose number is unknown (no compute metadata: Microsoft's mock server) is a domain of its own:
+    # never the same as another's, so nothing joins it as if it were known, and it counts as one more domain.
+    fault_domain = ("fault domain %s" % number if number is not None
+                    else "fault domain unknown (%s)" % (this_vm.get("name") or "?"))
     if this_vm.get("vm_scale_set_name"):
         parts = ["scale set %s" % this_vm["vm_scale_set_name"], "zone %s" % zone if zone else "", fault_domain]
     elif availability_set:
@@ -99,7 +102,7 @@ def _view(host, result, lock, availability_set, last_vm):
         status = BLIND
     else:
         status = FRESH
-    known = bool(this_vm.get("name") or this_vm.get("fault_domain") is not None)
+    known = bool(this_vm.get("name") or this_vm.get("fault_domain") is not None)  # else every new domain
     valid = state_problem(state) is None  # a state this code cannot trust plans as no state
     return {
         "host": host,

@@ -20,6 +20,7 @@ __metaclass__ = type
 
 import json
 import random
+import re
 import socket
 import time
 
@@ -206,12 +207,31 @@ def status_error(method, url, status, raw, reason=None, location=None):
 
 
 def error_text(raw, reason=None):
-    """IMDS's own error sentence from an error body (JSON `error`, else the text, else the reason)."""
+    """IMDS's own error sentence from an error body: JSON `error`, else an HTML page's title (a stand-in such as
+    Microsoft's mock server answers an unknown path with a web framework's page), else the first line of the
+    text, else the reason; never a page's markup."""
     try:
         data = json.loads(raw.decode("utf-8"))
         if isinstance(data, dict) and isinstance(data.get("error"), str):
-            return data["error"].rstrip(".")
+            return _one_line(data["error"])
     except (UnicodeDecodeError, ValueError):
         pass
     text = raw.decode("utf-8", "replace").strip()
-    return (text[:200] or reason or "no details").rstrip(".")
+    if _HTML.search(text):
+        title = _TITLE.search(text)
+        text = _TAG.sub(" ", title.group(1) if title else "").strip()
+        text = _STATUS_PREFIX.sub("", text)  # "404 Not Found" -> "Not Found": the status is said already
+        if not text:
+            text = reason or "an HTML page"
+    return _one_line(text or reason or "no details")
+
+
+_HTML = re.compile(r"^\s*<|<html|<!doctype", re.IGNORECASE)
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+_STATUS_PREFIX = re.compile(r"^\d{3}\s+")
+
+
+def _one_line(text):
+    line = " ".join(str(text).split())
+    return (line[:200] if len(line) <= 200 else line[:197] + "...").rstrip(".")

@@ -95,7 +95,7 @@ def observe(params, edges):
         previous = state
     previous_incarnation, previous_events = guarded(events_of, previous)
     client = build_client(params, edges.send)
-    facts, name = guarded(this_vm, client, params["resource_name"], params["include_instance"])
+    facts, name = guarded(this_vm, client, params["resource_name"], params["include_instance"], edges.warn)
     try:
         return _read_events(params, edges, client, facts, name, previous, previous_incarnation, previous_events,
                             state, state_status)

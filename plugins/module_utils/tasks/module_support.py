@@ -102,9 +102,25 @@ def read_document(client):
     return parse_document(client.get_document_body())
 
 
-def this_vm(client, resource_name, include_instance=True):
-    """(facts from compute metadata or None, the name to match Resources against)."""
-    facts = compute_facts(client.get_compute()) if include_instance else None
+NO_COMPUTE = ("IMDS at %s has no compute metadata (HTTP 404 for /metadata/instance/compute: Microsoft's mock "
+              "server, say), so this VM is matched by its resource_name %s and its fault domain is unknown (it holds "
+              "every new fault domain of its set).")
+
+
+def this_vm(client, resource_name, include_instance=True, warn=None):
+    """(facts from compute metadata or None, the name to match Resources against).
+
+    A service without compute metadata (404) is no failure when the name is given (resource_name): the VM's fault
+    domain is then unknown, which the cycle counts as busy, and `warn` says so."""
+    facts = None
+    if include_instance:
+        try:
+            facts = compute_facts(client.get_compute())
+        except ImdsError as exc:
+            if exc.status != 404 or not resource_name:
+                raise
+            if warn is not None:
+                warn(NO_COMPUTE % (client.base_url, resource_name))
     name = resource_name or (facts or {}).get("name")
     return facts, name
 

@@ -685,3 +685,14 @@ def test_who_records_an_approval_before_its_post() -> None:
     p = plan({"vm0": result("vm0", 0, [reboot]), "vm1": dict(result("vm1", 0, [reboot]), transport="win_uri")},
              vm2=held(result("vm2", 1, [])))
     assert [p["hosts"][h]["records_approval"] for h in ("vm0", "vm1", "vm2")] == ["module", "role", ""]
+
+
+def test_regression_two_vms_whose_fault_domains_are_unknown_are_never_taken_for_one_domain() -> None:
+    """Issue 27 (no compute metadata, Microsoft's mock server): both were 'availability set as1 / fault domain ?', so
+    a drain on one licensed the other's event to join, although their fault domains may differ."""
+    first, second = event("E1", ["vm0"]), event("E2", ["vm1"])
+    p = plan({"vm0": result("vm0", None, [first, second], saved([first], prepared=["E1"])),  # type: ignore[arg-type]
+              "vm1": result("vm1", None, [first, second])})  # type: ignore[arg-type]
+    assert p["hosts"]["vm0"]["fault_domain"] != p["hosts"]["vm1"]["fault_domain"]
+    assert "unknown" in p["hosts"]["vm1"]["fault_domain"] and p["hosts"]["vm1"]["prepare"] == []
+    assert ids(p["hosts"]["vm1"]["deferred"]) == [IDS["E2"]]

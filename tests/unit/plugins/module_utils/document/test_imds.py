@@ -74,6 +74,24 @@ def test_client_errors_fail_at_once_with_imds_text(sim: Simulator, status: int) 
     assert imds.attempts == 1
 
 
+FLASK_404 = ("<!doctype html>\n<html lang=en>\n<title>404 Not Found</title>\n<h1>Not Found</h1>\n<p>The requested "
+             "URL was not found on the server. If you entered the URL manually please check your spelling and try "
+             "again.</p>\n")
+
+
+@pytest.mark.parametrize("body, said", [
+    (FLASK_404, "with HTTP 404: Not Found."),  # Microsoft's mock server (Flask) for /metadata/instance/compute
+    ("<html><body><h1>502 Bad Gateway</h1></body></html>", "with HTTP 404: Not Found."),  # no title: the reason
+    ("upstream said no\nand a second line\n", "with HTTP 404: upstream said no and a second line."),
+])
+def test_an_error_page_is_one_sentence_never_its_markup(sim: Simulator, body: str, said: str) -> None:
+    """Issue 27: a stand-in's HTML error page was pasted into the error message."""
+    inject(sim, {"kind": "body", "status": 404, "body": body, "path": "compute"})
+    with pytest.raises(ImdsError) as info:
+        client(sim).get_compute()
+    assert str(info.value).endswith(said) and "<" not in str(info.value) and "\n" not in str(info.value)
+
+
 def test_a_wrong_api_version_is_reported_with_imds_own_words(sim: Simulator) -> None:
     with pytest.raises(ImdsError, match="HTTP 400: Bad request. api-version is invalid"):
         client(sim, api_version="2015-01-01").get_document_body()

@@ -128,3 +128,26 @@ def test_an_unchanged_document_returns_at_the_timeout_without_oversleeping_it() 
     clock = VirtualClock()
     parsed, waited = wait_for_document(DocumentsInTurn([3]), 3, 2.5, 1.0, clock=lambda: clock.now, sleep=clock.sleep)
     assert parsed["document_incarnation"] == 3 and waited == {"changed": False, "polls": 3, "seconds": 2.0}
+
+
+def no_compute(document: Dict[str, Any], warnings: List[str]) -> TaskEdges:
+    """IMDS without compute metadata, as Microsoft's mock server (404 for /metadata/instance/compute)."""
+    def send(method: str, url: str, body: Optional[str], timeout: float) -> bytes:
+        if "/instance/compute" in url:
+            raise ImdsError("IMDS answered GET %s with HTTP 404: Not Found." % url, 404)
+        return json.dumps(document).encode()
+    return TaskEdges(warn=warnings.append, send=send, read_text=lambda path: None)
+
+
+def test_without_compute_metadata_a_named_vm_is_read_and_its_fault_domain_is_unknown() -> None:
+    """Issue 27: against Microsoft's mock server every read failed on the compute endpoint's 404."""
+    warnings: List[str] = []
+    document = {"DocumentIncarnation": 2, "Events": [dict(REBOOT, Resources=["vm0"])]}
+    result = run_info(params(resource_name="vm0"), no_compute(document, warnings))
+    assert result["this_vm"] == {"name": "vm0"} and [e["affects_this_vm"] for e in result["events"]] == [True]
+    assert len(warnings) == 1 and "no compute metadata" in warnings[0] and "fault domain is unknown" in warnings[0]
+
+
+def test_without_compute_metadata_or_resource_name_the_read_fails_in_one_sentence() -> None:
+    with pytest.raises(TaskFailed, match=r"HTTP 404: Not Found\.$"):
+        run_info(params(), no_compute({"DocumentIncarnation": 1, "Events": []}, []))
