@@ -13,7 +13,7 @@ from .engine import ID_CASES, Engine, EngineOptions
 from .fleet import Fleet, FleetError, build_fleet, load_fleet_spec, spec_from_fields
 from .offline import APPROVAL_POLICIES, GenerateOptions, generate, open_output
 from .server import BindError, ServerOptions, Simulator, make_server
-from .wire import SCHEDULED_EVENTS_API_VERSIONS
+from .wire import MOCK_VM_NAME, SCHEDULED_EVENTS_API_VERSIONS
 
 
 class UsageError(ValueError):
@@ -52,6 +52,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="scenario seconds after enabling during which GET answers 200 with an empty body")
     serve.add_argument("--no-impact", action="store_true", help="keep VMs answering during reboots and freezes")
     serve.add_argument("--log-requests", action="store_true", help="log each request to stderr")
+    serve.add_argument("--mock-server", action="store_true",
+                       help="what a client can tell of Microsoft's mock server (Azure-Samples/scheduled-events-mock-"
+                            "server): no compute metadata (an HTML 404), lower-case EventIds, ISO NotBefore; one VM, "
+                            f"{MOCK_VM_NAME}, unless a fleet is given")
     serve.set_defaults(run=_serve)
 
     gen = sub.add_parser("generate", help="offline mode: write an observation history (JSON lines)")
@@ -132,7 +136,7 @@ def fleet_for(args: argparse.Namespace, scenario: sc.Scenario) -> Fleet:
     """The scenario's fleet defaults, then a fleet file or the command-line flags."""
     if args.fleet:
         return build_fleet(load_fleet_spec(args.fleet))
-    fields = dict(scenario.fleet)
+    fields = dict(scenario.fleet, **getattr(args, "fleet_fields", {}))
     overrides = {"kind": args.kind, "name": args.name, "vms": args.vms, "fault_domains": args.fault_domains,
                  "update_domains": args.update_domains, "zone": args.zone, "sets": args.sets,
                  "set_names": args.set_names, "zones": args.zones}
@@ -158,12 +162,14 @@ def _engine(args: argparse.Namespace, start: datetime, time_scale: float, option
 
 
 def _serve(args: argparse.Namespace) -> int:
+    if args.mock_server and not (args.fleet or args.vms or args.set_names):
+        args.fleet_fields = {"kind": "scale_set", "name": "vmss", "names": [MOCK_VM_NAME], "vms": 1, "fault_domains": 1}
     options = EngineOptions(enabling_s=args.enabling_window, simulate_impact=not args.no_impact,
-                            event_id_case=args.event_id_case or "upper")
+                            event_id_case=args.event_id_case or ("lower" if args.mock_server else "upper"))
     engine = _engine(args, datetime.now(timezone.utc), args.time_scale, options)
     sim = Simulator(engine, ServerOptions(host=args.host, port=args.port, allow_non_loopback=args.allow_non_loopback,
                                           rate_limit=args.rate_limit, first_call_delay_s=args.first_call_delay,
-                                          log_requests=args.log_requests),
+                                          log_requests=args.log_requests, mock_server=args.mock_server),
                     scenario_name=", ".join(engine.scenario_names))
     server = make_server(sim)
     stop = threading.Event()

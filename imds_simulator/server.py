@@ -43,6 +43,7 @@ class ServerOptions:
     rate_limit: float = 5.0          # requests per second per VM (IMDS throttles at 5); 0 = off
     first_call_delay_s: float = 0.0  # wall seconds the (re-)enabling request takes
     log_requests: bool = False
+    mock_server: bool = False        # what a client can tell of Microsoft's mock server (wire.mock_server_document)
 
 
 def check_bind(host: str, allow_non_loopback: bool) -> None:
@@ -125,10 +126,11 @@ class Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._route("DELETE")
 
-    def _send(self, status: int, body: Any, headers: Optional[Dict[str, str]] = None) -> None:
+    def _send(self, status: int, body: Any, headers: Optional[Dict[str, str]] = None,
+              content_type: str = "application/json; charset=utf-8") -> None:
         data = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
         self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         for key, value in (headers or {}).items():
             self.send_header(key, value)
@@ -227,7 +229,9 @@ class Handler(BaseHTTPRequestHandler):
         if not self.sim.throttle.allow(vm_name.lower()):
             self._error(429, wire.THROTTLED)
             return
-        if endpoint == "compute":
+        if endpoint in ("compute", "instance") and self.sim.options.mock_server:
+            self._send(404, wire.MOCK_NOT_FOUND_PAGE, content_type="text/html; charset=utf-8")
+        elif endpoint == "compute":
             self._send(200, self.sim.engine.fleet.vm(vm_name).compute_document())  # type: ignore[union-attr]
         elif endpoint == "instance":
             self._send(200, {"compute": self.sim.engine.fleet.vm(vm_name).compute_document()})  # type: ignore[union-attr]
@@ -252,7 +256,7 @@ class Handler(BaseHTTPRequestHandler):
         if served.kind == "enabling":
             self._send(200, b"")
             return
-        self._send(200, served.document)
+        self._send(200, wire.mock_server_document(served.document) if self.sim.options.mock_server else served.document)
 
     def _approve(self, vm_name: str) -> None:
         raw = self._read_body()

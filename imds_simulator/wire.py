@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timezone
-from email.utils import format_datetime
+from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any, Dict, List, Optional, Sequence
 
 # Scheduled Events api-versions, oldest first, with what each one added.
@@ -121,3 +121,28 @@ MISSING_VERSION = "Bad request. api-version was not specified in the request. Fo
 INVALID_VERSION = "Bad request. api-version is invalid or was not specified in the request. For more information refer to aka.ms/azureimds"
 NOT_FOUND = "Not found"
 THROTTLED = "Too many requests"
+
+
+# ---------------------------------------------------------------- Microsoft's mock server, where a client can tell
+
+# Azure-Samples/scheduled-events-mock-server (Flask), which Microsoft's docs tell users to rehearse against, differs
+# from IMDS in what a client sees: no compute metadata (a web framework's HTML 404 page), lower-case EventIds, an
+# ISO 8601 NotBefore with a `Z`. `serve --mock-server` plays those differences, nothing else.
+MOCK_NOT_FOUND_PAGE = (b"<!doctype html>\n<html lang=en>\n<title>404 Not Found</title>\n<h1>Not Found</h1>\n"
+                       b"<p>The requested URL was not found on the server. If you entered the URL manually please "
+                       b"check your spelling and try again.</p>\n")
+MOCK_VM_NAME = "vmss_vm1"  # the mock's default resource
+
+
+def mock_server_document(document: Any) -> Any:
+    """A served document as the mock serves it: each RFC 1123 NotBefore in ISO 8601 with a `Z` ("" stays "")."""
+    if not isinstance(document, dict) or not isinstance(document.get("Events"), list):
+        return document
+    events = []
+    for event in document["Events"]:
+        event = dict(event)
+        if event.get("NotBefore"):
+            moment = parsedate_to_datetime(event["NotBefore"]).astimezone(timezone.utc)
+            event["NotBefore"] = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+        events.append(event)
+    return dict(document, Events=events)

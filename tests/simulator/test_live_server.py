@@ -1181,3 +1181,21 @@ def test_generated_incarnations_follow_the_rules(generated: List[Dict[str, Any]]
         last[host] = (record["observed_at"], incarnation)
         assert events_of.setdefault((host, incarnation), record["events"]) == record["events"]
     assert max(i for _, i in last.values()) >= 3
+
+
+# --------------------------------------------------------------------------- Microsoft's mock server
+
+def test_mock_server_mode_plays_what_a_client_can_tell_of_microsofts_mock(start_simulator: Any) -> None:
+    """docs/rehearse-with-microsofts-mock.md: one VM named vmss_vm1 at the root, no compute metadata (an HTML 404, as
+    Flask answers), lower-case EventIds, NotBefore in ISO 8601 with a Z; the rest is the simulator's, as strict."""
+    sim = start_simulator("--mock-server", "--scenario", "user-reboot", "--time-scale", "60")
+    root = sim.base_url
+    (event,) = wait_for(lambda: requests.get(f"{root}/metadata/scheduledevents?api-version={API}", headers=HEADERS,
+                                             timeout=HTTP_TIMEOUT).json()["Events"], 10, "the user reboot")
+    assert event["Resources"] == ["vmss_vm1"] and event["EventId"] == event["EventId"].lower()
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", event["NotBefore"])
+    compute = requests.get(f"{root}/metadata/instance/compute?api-version={COMPUTE_API}", headers=HEADERS,
+                           timeout=HTTP_TIMEOUT)
+    assert compute.status_code == 404 and compute.headers["Content-Type"].startswith("text/html")
+    assert "<title>404 Not Found</title>" in compute.text
+    assert requests.get(f"{root}/metadata/scheduledevents?api-version={API}", timeout=HTTP_TIMEOUT).status_code == 400
