@@ -312,6 +312,9 @@ class Engine:
         ready = [ev for ev in self.active if ev.start_due() is not None and ev.start_due() <= due]  # type: ignore
         for ev in sorted(ready, key=lambda e: e.start_due()):  # type: ignore
             self._try_start(ev, due)
+        # A Terminate that started now released the held ones of its set, tried before it in this pass: now too.
+        for ev in [e for e in ready if e.status == "Scheduled" and not e.held]:
+            self._try_start(ev, due)
 
     def _dispatch(self, kind: str, payload: Any, at: datetime) -> None:
         if kind == "stream":
@@ -453,10 +456,31 @@ class Engine:
         if ev.routine and self._fault_domain_busy(ev):
             ev.held = True  # wait for the other fault domain; NotBefore is only a lower bound
             return
+        if self._terminate_waits(ev, at):
+            ev.held = True  # until the set's other Terminates are approved or reach their NotBefore
+            return
         ev.held = False
         reason = "replay" if ev.fixed_start else ("approved" if ev.approval_satisfied() else "not_before")
         ev.status, ev.started_at, ev.start_reason = "Started", at, reason
         self._on_started(ev)
+
+    def _terminate_waits(self, ev: SimEvent, at: datetime) -> bool:
+        """Azure (terminate notification): "If there's a pending delete on VM_1 that isn't approved, and you've
+        approved another terminate event on VM_2, then VM_2 isn't deleted until the terminate event for VM_1 is
+        approved, or its timeout has elapsed" (the same NotBefore: both approved, or neither deleted early). So an
+        approved Terminate does not start before its NotBefore while another Terminate of its set waits
+        unapproved."""
+        if ev.event_type != "Terminate" or ev.not_before is None or at >= ev.not_before:
+            return False
+        return any(other is not ev and other.event_type == "Terminate" and other.status == "Scheduled"
+                   and other.set_name == ev.set_name and not other.approval_satisfied() for other in self.active)
+
+    def _release_terminates(self, set_name: str) -> None:
+        """A Terminate of the set was approved or started: the set's held Terminates may go, if nothing else holds
+        them (_try_start judges again)."""
+        for other in self.active:
+            if other.event_type == "Terminate" and other.set_name == set_name:
+                other.held = False
 
     def _fault_domain_busy(self, ev: SimEvent) -> bool:
         busy: Set[DomainKey] = set(ev.domains)
@@ -466,6 +490,8 @@ class Engine:
         return any(len(domains) > 1 for domains in _by_group(busy).values())
 
     def _on_started(self, ev: SimEvent) -> None:
+        if ev.event_type == "Terminate":
+            self._release_terminates(ev.set_name)
         group = ev.group
         if group is not None and not group.started:
             group.started = True
@@ -610,7 +636,8 @@ class Engine:
             if entry["results"][event_id] in ("approved", "waiting_for_other_vms"):
                 ev = self._event_by_id(event_id)
                 entry["results"][event_id] = "started" if ev.status != "Scheduled" else (
-                    "held_for_fault_domain" if ev.held else entry["results"][event_id])
+                    ("held_for_other_terminates" if self._terminate_waits(ev, at) else "held_for_fault_domain")
+                    if ev.held else entry["results"][event_id])
         return entry
 
     def _approve_one(self, ev: SimEvent, vm: VM, at: datetime) -> str:
@@ -624,6 +651,8 @@ class Engine:
         if ev.approval_satisfied() and ev.approval_satisfied_at is None:
             ev.approval_satisfied_at = at
         ev.held = False
+        if ev.event_type == "Terminate" and ev.approval_satisfied():
+            self._release_terminates(ev.set_name)
         return "approved" if ev.approval_satisfied() else "waiting_for_other_vms"
 
     # ------------------------------------------------------------------ cancellation

@@ -470,3 +470,48 @@ def test_every_bundled_scenario_produces_events(scenario: sc.Scenario) -> None:
     run_until_quiet(engine, limit=timedelta(days=10))
     assert engine.events, scenario.name
     assert all(ev.status == "Removed" for ev in engine.events if ev.key != "degraded-hardware")
+
+
+# --------------------------------------------------------------------- coupled Terminates
+
+def two_terminates(first_notice: int, second_notice: int) -> tuple:
+    """A scale set with a scale-in Terminate pending on vm0 and another on vm1."""
+    engine = make_engine("user-reboot", kind="scale_set", fault_domains=5)  # its one Reboot stays on vm0
+    names = [v.name for v in engine.fleet.vms]
+    for key, vm, notice in (("first", names[0], first_notice), ("second", names[1], second_notice)):
+        engine.load(sc.from_event({"key": key, "type": "Terminate", "source": "User", "notice_s": notice,
+                                   "started_for_s": 60, "resources": {"names": [vm]}}), T0)
+    first, second = (next(e for e in engine.events if e.key == k) for k in ("first", "second"))
+    at = T0 + timedelta(seconds=1)
+    for vm in names[:2]:
+        doc(engine, vm, at)
+    return engine, names, first, second, at
+
+
+def test_an_approved_terminate_waits_while_another_of_its_set_waits_unapproved() -> None:
+    """Azure's terminate notification: VM_2, approved, is not deleted until VM_1's Terminate is approved."""
+    engine, names, first, second, at = two_terminates(600, 900)
+    alone = engine.approve(names[1], {"StartRequests": [{"EventId": second.event_id}]}, at)
+    assert alone["results"] == {second.event_id: "held_for_other_terminates"} and second.status == "Scheduled"
+    engine.advance_to(at + timedelta(seconds=100))
+    assert second.status == "Scheduled", "approving one Terminate alone shortens nothing"
+    engine.approve(names[0], {"StartRequests": [{"EventId": first.event_id}]}, at + timedelta(seconds=100))
+    assert first.status == second.status == "Started" and second.start_reason == "approved"
+
+
+def test_an_approved_terminate_goes_once_the_other_reaches_its_not_before() -> None:
+    """... or its timeout has elapsed: VM_1's Terminate starts at its NotBefore, and VM_2's approval then counts."""
+    engine, names, first, second, at = two_terminates(600, 900)
+    engine.approve(names[1], {"StartRequests": [{"EventId": second.event_id}]}, at)
+    engine.advance_to(first.not_before + timedelta(seconds=1))
+    assert first.start_reason == "not_before" and second.status == "Started"
+    assert second.started_at == first.not_before < second.not_before
+
+
+def test_terminates_with_the_same_not_before_go_early_only_together() -> None:
+    engine, names, first, second, at = two_terminates(600, 600)
+    engine.approve(names[0], {"StartRequests": [{"EventId": first.event_id}]}, at)
+    engine.advance_to(at + timedelta(seconds=300))
+    assert first.status == second.status == "Scheduled"
+    engine.approve(names[1], {"StartRequests": [{"EventId": second.event_id}]}, at + timedelta(seconds=300))
+    assert first.status == second.status == "Started"

@@ -31,6 +31,8 @@ Rules (the README's "Safety rules" states them for users):
   anyway (Azure starts it at NotBefore prepared or not), and left to NotBefore:
   the state remembers it as prepared late, so no later cycle approves it, and
   the fault domain it holds licenses no other event.
+- The pending Terminates of a scale set are approved together or none early:
+  Azure deletes no approved one while another waits unapproved.
 - An event is approved once, by its leader (the first listed host that was
   read), by policy, and only when every host of the target it lists was read,
   prepared (or is exempt), and is still alive; never when it lists VMs outside
@@ -310,7 +312,35 @@ def _plan_approvals(events, views, plan, by_vm, admitted, policy):
             approvals[event["event_id"]] = {"hosts": hosts, "planned": _planned(event)}
         elif reason:
             plan[leaders[0]]["waiting"].append({"event_id": event["event_id"], "reason": reason})
+    _couple_terminates(views, plan, approvals)
     return approvals
+
+
+def _couple_terminates(views, plan, approvals):
+    """Azure deletes no approved Terminate of a scale set while another Terminate of the set waits unapproved (until
+    that one is approved or reaches its NotBefore; with the same NotBefore, both approved or neither deleted early),
+    so approving one alone shortens nothing. The set's pending Terminates are approved together, in one cycle, or
+    none early: each waits, prepared, saying why."""
+    pending, approved = {}, set()
+    for view in views.values():
+        approved |= view["approved"]
+        for event in view["seen"]:
+            if event["event_type"] == "Terminate" and event["event_status"] == "Scheduled":
+                pending.setdefault(set_of(view["domain"]), set()).add(event["event_id"].upper())
+    going = dict((event_id.upper(), event_id) for event_id in approvals)
+    for set_name, terminates in sorted(pending.items()):
+        waiting = sorted(terminates - approved - set(going))
+        for key in sorted(terminates & set(going)):
+            if not waiting:
+                continue
+            event_id = going[key]
+            del approvals[event_id]
+            for host_plan in plan.values():
+                if event_id in host_plan["approve"]:
+                    host_plan["approve"].remove(event_id)
+                    host_plan["waiting"].append({"event_id": event_id, "reason": (
+                        "a Terminate of %s is deleted only once every pending Terminate of its set is approved (or "
+                        "reaches its NotBefore), and %s cannot be approved now" % (set_name, ", ".join(waiting)))})
 
 
 def _planned(event):

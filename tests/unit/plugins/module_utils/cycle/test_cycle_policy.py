@@ -696,3 +696,34 @@ def test_regression_two_vms_whose_fault_domains_are_unknown_are_never_taken_for_
     assert p["hosts"]["vm0"]["fault_domain"] != p["hosts"]["vm1"]["fault_domain"]
     assert "unknown" in p["hosts"]["vm1"]["fault_domain"] and p["hosts"]["vm1"]["prepare"] == []
     assert ids(p["hosts"]["vm1"]["deferred"]) == [IDS["E2"]]
+
+
+# ------------------------------------------------------------------------------- coupled Terminates
+
+def test_a_scale_sets_terminates_are_approved_together_or_none_early() -> None:
+    """Azure: an approved Terminate is not deleted while another of its scale set waits unapproved, so approving
+    one alone shortens nothing (issue 27)."""
+    first = event("E1", ["vm0"], event_type="Terminate", source="User")
+    second = event("E2", ["vm1"], event_type="Terminate", source="User")
+    scale_set = {"vm_scale_set_name": "web"}
+    both = plan({"vm0": result("vm0", 0, [first, second], saved([first], prepared=["E1"]), **scale_set),
+                 "vm1": result("vm1", 1, [first, second], saved([second], prepared=["E2"]), **scale_set)})
+    assert both["hosts"]["vm0"]["approve"] == [IDS["E1"]] and both["hosts"]["vm1"]["approve"] == [IDS["E2"]]
+    one = plan({"vm0": result("vm0", 0, [first, second], saved([first], prepared=["E1"]), **scale_set)},
+               vm1={"result": failed_read(), "availability_set": "as1"})
+    assert one["hosts"]["vm0"]["approve"] == [] and one["approvals"] == {}
+    (waiting,) = one["hosts"]["vm0"]["waiting"]
+    assert waiting["event_id"] == IDS["E1"] and "every pending Terminate of its set" in waiting["reason"]
+    assert IDS["E2"].upper() in waiting["reason"]
+
+
+def test_a_terminate_goes_once_the_other_terminates_of_its_set_were_approved() -> None:
+    first = event("E1", ["vm0"], event_type="Terminate", source="User")
+    second = event("E2", ["vm1"], event_type="Terminate", source="User")
+    scale_set = {"vm_scale_set_name": "web"}
+    p = plan({"vm0": result("vm0", 0, [first, second], saved([first], prepared=["E1"]), **scale_set)},
+             vm1={"result": result("vm1", 1, [first, second], saved([second], prepared=["E2"], approved=["E2"]),
+                                   **scale_set), "availability_set": ""})
+    assert p["hosts"]["vm0"]["approve"] == [IDS["E1"]]
+    other_set = plan({"vm0": result("vm0", 0, [first], saved([first], prepared=["E1"]), **scale_set)})
+    assert other_set["hosts"]["vm0"]["approve"] == [IDS["E1"]], "a Terminate alone in its set goes at once"
