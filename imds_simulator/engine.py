@@ -31,7 +31,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from . import scenario as sc
 from .fleet import VM, Fleet
-from .wire import iso_utc, new_event_id, render_document, rfc1123
+from .wire import ADVISORY_TYPES, iso_utc, new_event_id, render_document, rfc1123
 
 # A serialisation key: (group, domain). Routine maintenance never has two
 # domains of one group Started at once. Group = the VM's set and domain = its
@@ -645,6 +645,8 @@ class Engine:
             return "already_started"
         if ev.status == "Removed":
             return "gone"
+        if ev.event_type in ADVISORY_TYPES:
+            return "advisory_not_approvable"  # an announcement: nothing to start (the client should not have sent it)
         if vm.name not in ev.approved_by:
             ev.approved_by.append(vm.name)
             ev.first_approved_at = ev.first_approved_at or at

@@ -19,7 +19,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .jsonfile import read_json
-from .wire import EVENT_SOURCES, EVENT_TYPES
+from .wire import EVENT_SOURCES, SCENARIO_TYPES
 
 SCENARIO_DIR = os.path.join(os.path.dirname(__file__), "scenarios")
 Number = Union[int, float]
@@ -187,7 +187,7 @@ def _spec(raw: Any, params: Dict[str, float], where: str) -> EventSpec:
     raw = {k: _substitute(v, params, where) for k, v in raw.items()}
     key = _text(raw, "key", where, required=True)
     where = f"{where} ({key})"
-    event_type = _choice(raw, "type", EVENT_TYPES, where, default=None)
+    event_type = _choice(raw, "type", SCENARIO_TYPES, where, default=None)
     spec = EventSpec(
         key=key,
         event_type=event_type,
@@ -332,7 +332,7 @@ def _replay_spec(record: Dict[str, Any], event_id: str, where: str) -> EventSpec
     started_first = event.get("EventStatus") == "Started"
     return EventSpec(
         key=event_id,
-        event_type=_choice(event, "EventType", EVENT_TYPES, where, default=None),
+        event_type=_choice(event, "EventType", SCENARIO_TYPES, where, default=None),
         source=_choice(event, "EventSource", EVENT_SOURCES, where, default="Platform"),
         description=str(event.get("Description", "")),
         duration_s=int(event.get("DurationInSeconds", -1)),

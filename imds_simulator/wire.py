@@ -33,10 +33,15 @@ INSTANCE_API_VERSIONS: Sequence[str] = (
 )
 
 EVENT_TYPES: Sequence[str] = ("Freeze", "Reboot", "Redeploy", "Preempt", "Terminate")
+# Advisories: types Azure's documentation does not list yet, which third-party Azure test mocks already serve and AKS's
+# roadmap promises (2026). They announce, they do not act: no impact, never started by an approval (a client that
+# approved one would be wrong), gone when their time is over. A scenario may play them to test a client's tolerance.
+ADVISORY_TYPES: Sequence[str] = ("SpotRebalanceRecommendation",)
+SCENARIO_TYPES: Sequence[str] = tuple(EVENT_TYPES) + tuple(ADVISORY_TYPES)
 EVENT_SOURCES: Sequence[str] = ("Platform", "User")
 
 # Event types an api-version can name; older clients are not served newer types.
-_TYPE_SINCE = {"Preempt": "2017-11-01", "Terminate": "2019-01-01"}
+_TYPE_SINCE = {"Preempt": "2017-11-01", "Terminate": "2019-01-01", "SpotRebalanceRecommendation": "2020-07-01"}
 _FIELD_SINCE = {
     "Description": "2019-04-01",
     "EventSource": "2019-08-01",

@@ -515,3 +515,19 @@ def test_terminates_with_the_same_not_before_go_early_only_together() -> None:
     assert first.status == second.status == "Scheduled"
     engine.approve(names[1], {"StartRequests": [{"EventId": second.event_id}]}, at + timedelta(seconds=300))
     assert first.status == second.status == "Started"
+
+
+def test_an_advisory_is_served_and_never_started_by_an_approval() -> None:
+    """SpotRebalanceRecommendation: a type third-party mocks serve and Azure's docs do not list yet."""
+    engine = make_engine("user-reboot", kind="scale_set", fault_domains=5)
+    vm = engine.fleet.vms[1].name
+    engine.load(sc.from_event({"key": "rebalance", "type": "SpotRebalanceRecommendation", "notice_s": 600,
+                               "duration_s": 0, "started_for_s": 30, "resources": {"names": [vm]}}), T0)
+    ev = next(e for e in engine.events if e.key == "rebalance")
+    at = T0 + timedelta(seconds=1)
+    (served,) = [e for e in doc(engine, vm, at)["Events"] if e["EventId"] == ev.event_id]
+    assert served["EventType"] == "SpotRebalanceRecommendation" and served["EventStatus"] == "Scheduled"
+    entry = engine.approve(vm, {"StartRequests": [{"EventId": ev.event_id}]}, at)
+    assert entry["results"] == {ev.event_id: "advisory_not_approvable"} and ev.status == "Scheduled"
+    older = doc(engine, vm, at, api="2019-08-01")["Events"]
+    assert ev.event_id not in [e["EventId"] for e in older], "an older api-version is not served the newer type"

@@ -55,6 +55,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
 from datetime import datetime, timezone
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import (
@@ -165,7 +166,14 @@ def _policy(policy):
     runs = merged["parallel_runs"]
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise PolicyError("parallel_runs must be a whole number of at least 1.")
+    types = merged["prepare_event_types"]
+    if not isinstance(types, (list, tuple)) or not all(isinstance(x, str) and _TYPE_NAME.match(x) for x in types):
+        raise PolicyError("prepare_event_types must be a list of event type names (letters, such as Reboot or an "
+                          "advisory type Azure serves).")
     return merged
+
+
+_TYPE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,63}$")
 
 
 def _refuse_unlocked_parallel_runs(hosts, policy):

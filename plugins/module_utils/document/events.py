@@ -205,7 +205,8 @@ def normalise_event(raw, index=0):
 def event_warnings(event):
     warnings = []
     if not event["known_type"]:
-        warnings.append("event %s has unknown EventType %r; it is kept but no policy applies to it."
+        warnings.append("event %s has unknown EventType %r; it is kept and never approved (prepared only where its "
+                        "type is listed in prepare_event_types)."
                         % (event["event_id"], event["event_type"]))
     if not event["known_status"]:
         warnings.append("event %s has unknown EventStatus %r; it is kept but never approved."

@@ -727,3 +727,36 @@ def test_a_terminate_goes_once_the_other_terminates_of_its_set_were_approved() -
     assert p["hosts"]["vm0"]["approve"] == [IDS["E1"]]
     other_set = plan({"vm0": result("vm0", 0, [first], saved([first], prepared=["E1"]), **scale_set)})
     assert other_set["hosts"]["vm0"]["approve"] == [IDS["E1"]], "a Terminate alone in its set goes at once"
+
+
+# ------------------------------------------------------------------------------- advisories and unknown types
+
+def advisory(name: str, resources: List[str]) -> Dict[str, Any]:
+    return dict(event(name, resources), event_type="SpotRebalanceRecommendation", known_type=False, duration=0)
+
+
+def test_an_advisory_is_prepared_only_when_listed_never_approved_and_recovered_once_gone() -> None:
+    """Issue 27: a type Azure does not document yet (SpotRebalanceRecommendation, which third-party mocks serve)."""
+    notice = advisory("E1", ["vm0"])
+    unlisted = plan({"vm0": result("vm0", 0, [notice])})
+    assert unlisted["hosts"]["vm0"]["prepare"] == [] and unlisted["approvals"] == {}
+    assert unlisted["hosts"]["vm0"]["waiting"][0]["reason"] == "unknown EventType or EventStatus"
+    types = {"prepare_event_types": ["Reboot", "SpotRebalanceRecommendation"]}
+    listed = plan({"vm0": result("vm0", 0, [notice])}, types)
+    assert ids(listed["hosts"]["vm0"]["prepare"]) == [IDS["E1"]] and listed["approvals"] == {}
+    gone = plan({"vm0": result("vm0", 0, [], saved([notice], prepared=["E1"]))}, types)
+    assert ids(gone["hosts"]["vm0"]["recover"]) == [IDS["E1"]], "its recover is owed once it leaves"
+
+
+def test_a_drain_for_an_advisory_counts_in_the_fault_domain_limit() -> None:
+    notice, reboot = advisory("E1", ["vm0"]), event("E2", ["vm1"])
+    types = {"prepare_event_types": ["Reboot", "SpotRebalanceRecommendation"]}
+    p = plan({"vm0": result("vm0", 0, [notice, reboot], saved([notice], prepared=["E1"])),
+              "vm1": result("vm1", 1, [notice, reboot])}, types)
+    assert p["hosts"]["vm1"]["prepare"] == [] and ids(p["hosts"]["vm1"]["deferred"]) == [IDS["E2"]]
+
+
+@pytest.mark.parametrize("types", ["Reboot", ["Reboot", ""], ["Re boot"], [1]])
+def test_prepare_event_types_that_are_not_type_names_are_one_sentence(types: Any) -> None:
+    with pytest.raises(PolicyError, match=r"^prepare_event_types must be a list of event type names .*\.$"):
+        plan({"vm0": result("vm0", 0, [])}, {"prepare_event_types": types})
