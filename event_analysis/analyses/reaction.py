@@ -25,7 +25,7 @@ REACTION_COLUMNS = (
     "event_id", "host", "vm", "vm_set", "fault_domain", "event_type", "event_source", "outcome", "trigger",
     "appeared_after", "first_seen", "prepared_at", "approved_at", "approved_by", "started_seen", "not_before",
     "recovered_at", "prepared", "reaction_s_min", "reaction_s_max", "margin_s", "approval_margin_s", "late",
-    "started_unprepared", "approval_unneeded",
+    "first_seen_started", "started_unprepared", "approval_unneeded",
 )
 
 
@@ -38,8 +38,11 @@ def reaction_table(observations: pd.DataFrame, lifecycles: Optional[pd.DataFrame
     - `margin_s`: NotBefore - prepare began, the notice left (negative: prepared after NotBefore);
       `approval_margin_s` the same for the event's first approval;
     - `late`: the prepare began after NotBefore or after the VM had seen the event Started;
-    - `started_unprepared`: the VM saw the event Started with no prepare begun (by design for events the policy
-      approves without prepare, such as short Freezes: read it by event type);
+    - `first_seen_started`: the VM never saw the event Scheduled (a hardware failure; a user's reboot or redeploy
+      that the platform's scheduledEventsPolicy auto-approves; one that went by between two polls): there was
+      nothing to prepare, only a recover;
+    - `started_unprepared`: the VM saw the event Started with no prepare begun, though it had seen it Scheduled (by
+      design for events the policy approves without prepare, such as short Freezes: read it by event type);
     - `approval_unneeded`: the event's first approval came at or after its NotBefore or after a VM had seen it
       Started: it would have started anyway (event level, repeated on each of its rows).
     Durations are in the seconds they stand for (the history's time scale); times on the recording's clock.
@@ -49,7 +52,8 @@ def reaction_table(observations: pd.DataFrame, lifecycles: Optional[pd.DataFrame
     if life.empty:
         return no_reaction()
     out = life[["event_id", "host", "vm", "vm_set", "fault_domain", "event_type", "event_source", "outcome",
-                "appeared_after", "first_seen", "approved_at", "approved_by", "started_seen", "not_before"]].copy()
+                "appeared_after", "first_seen", "approved_at", "approved_by", "started_seen", "not_before",
+                "first_seen_started"]].copy()
     out = out.merge(_first_action(observations, "prepare"), on=["event_id", "host"], how="left")
     out = out.merge(_first_action(observations, "recover"), on=["event_id", "host"], how="left")
     out = out.merge(_approval_trigger(observations), on="event_id", how="left")
@@ -63,7 +67,8 @@ def reaction_table(observations: pd.DataFrame, lifecycles: Optional[pd.DataFrame
     out["margin_s"] = _seconds(out["not_before"] - out["prepared_at"], scale)
     out["approval_margin_s"] = _seconds(out["not_before"] - out["approved_at"], scale)
     out["late"] = ((out["prepared_at"] > out["not_before"]) | (out["prepared_at"] >= out["started_seen"])).fillna(False)
-    out["started_unprepared"] = ~out["prepared"] & out["started_seen"].notna()
+    out["first_seen_started"] = out["first_seen_started"].astype(bool)
+    out["started_unprepared"] = ~out["prepared"] & out["started_seen"].notna() & ~out["first_seen_started"]
     out["approval_unneeded"] = approvals_unneeded(out)
     return out[list(REACTION_COLUMNS)].sort_values(["first_seen", "event_id", "host"], kind="stable").reset_index(drop=True)
 

@@ -51,6 +51,20 @@ def test_the_summary_counts_by_way_of_running_and_event_type(tmp_path: Path) -> 
     assert list(ea.late_preparations(ea.reaction_table(history(tmp_path)))["event_id"]) == ["P"]
 
 
+def test_an_event_first_seen_started_is_no_missed_prepare_and_still_gets_its_recover(tmp_path: Path) -> None:
+    """A user's reboot that the platform's scheduledEventsPolicy auto-approves is never Scheduled (issue 27): nothing
+    could be prepared, so it is not counted as started unprepared; its recover is."""
+    started = event("U", "Started", ["vm0"], source="User")
+    lines = [observation(0, "vm0", []), observation(10, "vm0", [started]), observation(40, "vm0", []),
+             action(41, "vm0", "recover", "U")]
+    table = ea.reaction_table(ea.load_history(write_lines(tmp_path / "h.jsonl", lines)))
+    (row,) = table.to_dict("records")
+    assert row["first_seen_started"] and not row["prepared"] and not row["started_unprepared"]
+    assert row["recovered_at"] == pd.Timestamp(at(41))
+    summary = ea.reaction_summary(table).set_index(["trigger", "event_type"]).iloc[0]
+    assert summary["started_unprepared"] == 0
+
+
 def test_a_history_without_action_records_reacts_nowhere_and_says_unknown(tmp_path: Path) -> None:
     ev = event("R", "Scheduled", ["vm0"], not_before=at(900))
     frame = ea.load_history(write_lines(tmp_path / "h.jsonl", [observation(0, "vm0", []), observation(10, "vm0", [ev])]))
