@@ -93,6 +93,8 @@ def _spelled(value: Any) -> Any:
             return []
         if word == "all five":
             return list(KNOWN_EVENT_TYPES)
+        if not re.fullmatch(r"-?[0-9.]+", word):
+            return word  # a choice, such as fault_domain
         return float(word) if "." in word else int(word)
     return value
 

@@ -80,6 +80,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.
     AMBIGUOUS,
     DAMAGED,
     FRESH,
+    SERIALISATION_UNITS,
     UNKNOWN_DOMAIN,
     UNREAD,
     UNSEEN_REASONS,
@@ -105,6 +106,7 @@ DEFAULT_POLICY = {
     "prepare_short_freezes": False,
     "prepare_anyway_seconds": 480,
     "parallel_runs": 1,
+    "serialisation_unit": "fault_domain",
 }
 
 
@@ -122,7 +124,7 @@ def plan_cycle(hosts, policy=None, now=None, target_names=(), remembered_outside
     policy = _policy(policy)
     _refuse_unlocked_parallel_runs(hosts, policy)
     now = now or datetime.now(timezone.utc)
-    views = host_views(hosts)
+    views = host_views(hosts, policy["serialisation_unit"])
     by_vm = {}
     for host, view in views.items():
         by_vm.setdefault(resource_name(view["vm_name"]), host)
@@ -166,6 +168,8 @@ def _policy(policy):
     runs = merged["parallel_runs"]
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise PolicyError("parallel_runs must be a whole number of at least 1.")
+    if merged["serialisation_unit"] not in SERIALISATION_UNITS:
+        raise PolicyError("serialisation_unit must be one of %s." % ", ".join(SERIALISATION_UNITS))
     types = merged["prepare_event_types"]
     if not isinstance(types, (list, tuple)) or not all(isinstance(x, str) and _TYPE_NAME.match(x) for x in types):
         raise PolicyError("prepare_event_types must be a list of event type names (letters, such as Reboot or an "

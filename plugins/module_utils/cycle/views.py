@@ -32,25 +32,38 @@ UNSEEN_REASONS = {HELD: "another maintenance run holds %s", UNREAD: "%s could no
                   DAMAGED: "%s has a state file this run cannot trust"}
 
 
-def domain_key(this_vm, availability_set=""):
-    """The fault domain a VM is in, as one string.
+SERIALISATION_UNITS = ("fault_domain", "update_domain", "zone")
+
+
+def domain_key(this_vm, availability_set="", unit="fault_domain"):
+    """The unit of maintenance a VM is in (its fault domain, by default), as one string.
 
     Fault-domain numbers only mean something inside one set: a scale set (IMDS names it), an availability
     set (IMDS does not: the inventory says it, `maintenance_cycle_availability_set`), or, for a VM in no
     known set, its zone if it is zonal (zones are the failure unit; zonal VMs all report fault domain 0),
     else the VM alone, which never shares a fault domain with another VM.
+
+    `unit` (the policy's serialisation_unit) is what a set's maintenance walks: fault domains (flexible scale
+    sets; the default), update domains (availability sets and uniform scale sets walk them for reboot
+    maintenance), or zones (zonal sets: reboot maintenance rolls out one zone at a time; a VM without a zone
+    counts by fault domain). A scale set's zones are never merged, whatever the unit.
     """
     this_vm = this_vm or {}
     zone = this_vm.get("zone") or ""
-    number = this_vm.get("fault_domain")
-    # A VM of a set whose number is unknown (no compute metadata: Microsoft's mock server) is a domain of its own:
-    # never the same as another's, so nothing joins it as if it were known, and it counts as one more domain.
-    fault_domain = ("fault domain %s" % number if number is not None
-                    else "fault domain unknown (%s)" % (this_vm.get("name") or "?"))
+    if unit == "zone" and zone:
+        number, label = None, ""
+    elif unit == "update_domain":
+        number, label = this_vm.get("update_domain"), "update domain"
+    else:
+        number, label = this_vm.get("fault_domain"), "fault domain"
+    # A VM of a set whose number is unknown (no compute metadata: Microsoft's mock server) is a unit of its own:
+    # never the same as another's, so nothing joins it as if it were known, and it counts as one more.
+    within = "" if not label else ("%s %s" % (label, number) if number is not None
+                                   else "%s unknown (%s)" % (label, this_vm.get("name") or "?"))
     if this_vm.get("vm_scale_set_name"):
-        parts = ["scale set %s" % this_vm["vm_scale_set_name"], "zone %s" % zone if zone else "", fault_domain]
+        parts = ["scale set %s" % this_vm["vm_scale_set_name"], "zone %s" % zone if zone else "", within]
     elif availability_set:
-        parts = ["availability set %s" % availability_set, fault_domain]
+        parts = ["availability set %s" % availability_set, "zone %s" % zone if zone else "", within]
     elif zone:
         parts = ["zone %s" % zone]
     else:
@@ -58,7 +71,7 @@ def domain_key(this_vm, availability_set=""):
     return " / ".join(p for p in parts if p)
 
 
-def host_views(hosts):
+def host_views(hosts, unit="fault_domain"):
     """{host: {result, lock, availability_set, last_vm, left_alone}} -> {host: view}.
 
     `result` is the host's scheduled_events_info result of this run (None, failed or unreachable when it
@@ -75,7 +88,7 @@ def host_views(hosts):
         last_vm = (result.get("this_vm") if isinstance(result, dict) else None) or given.get("last_vm")
         read = was_read(result) and not given.get("left_alone")
         views[host] = _view(host, result if read else None, given.get("lock") or {},
-                            given.get("availability_set") or "", last_vm)
+                            given.get("availability_set") or "", last_vm, unit)
         views[host]["left_alone"] = bool(given.get("left_alone"))
     _mark_ambiguous(views)
     for view in views.values():  # the document's events by id (ambiguity may have emptied a view's events)
@@ -89,7 +102,7 @@ def was_read(result):
             and not result.get("skipped") and isinstance(result.get("events"), list))
 
 
-def _view(host, result, lock, availability_set, last_vm):
+def _view(host, result, lock, availability_set, last_vm, unit="fault_domain"):
     this_vm = (result or {}).get("this_vm") or last_vm or {}
     state = (result or {}).get("state") or {}
     if result is None:
@@ -110,7 +123,7 @@ def _view(host, result, lock, availability_set, last_vm):
         "vm_name": this_vm.get("name") or host,
         "name_known": bool(this_vm.get("name")),
         "state_path": (result or {}).get("state_path") or "",
-        "domain": domain_key(this_vm, availability_set) if known else UNKNOWN_DOMAIN,
+        "domain": domain_key(this_vm, availability_set, unit) if known else UNKNOWN_DOMAIN,
         "set_known": bool(this_vm.get("vm_scale_set_name") or availability_set or this_vm.get("zone")),
         "events": result["events"] if status == FRESH else [],
         "windows": (result or {}).get("transport") == "win_uri",  # its tasks run on the controller (win_uri)

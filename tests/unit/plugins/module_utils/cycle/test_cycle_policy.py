@@ -323,6 +323,32 @@ def test_fault_domain_keys() -> None:
     assert domain_key({"name": "vm0", "fault_domain": 0}) == "vm vm0"  # no known set: a domain of its own
 
 
+def test_serialisation_unit_keys() -> None:
+    """Issue 27: what a set's maintenance walks (the policy's serialisation_unit), never merging a set's zones."""
+    vm = {"name": "vm0", "fault_domain": 1, "update_domain": 4}
+    assert domain_key(vm, "db", "update_domain") == "availability set db / update domain 4"
+    zonal = {"name": "vm0", "vm_scale_set_name": "web", "zone": "2", "fault_domain": 0, "update_domain": 3}
+    assert domain_key(zonal, unit="zone") == "scale set web / zone 2"
+    assert domain_key(zonal, unit="update_domain") == "scale set web / zone 2 / update domain 3"
+    assert domain_key(vm, "db", "zone") == "availability set db / fault domain 1", "no zone: by fault domain"
+    assert domain_key(dict(vm, update_domain=None), "db", "update_domain") == \
+        "availability set db / update domain unknown (vm0)"
+
+
+def test_an_availability_sets_update_domain_walk_goes_one_update_domain_at_a_time() -> None:
+    """Reboot maintenance of an availability set walks update domains: vm0 and vm1 share update domain 0 across two
+    fault domains, vm2 is update domain 1. Counted by update domain, the walk's second event waits for the first."""
+    ud0, ud1 = event("E1", ["vm0", "vm1"]), event("E2", ["vm2"])
+    hosts = {"vm0": result("vm0", 0, [ud0, ud1], saved([ud0], prepared=["E1"]), update_domain=0),
+             "vm1": result("vm1", 1, [ud0, ud1], saved([ud0], prepared=["E1"]), update_domain=0),
+             "vm2": result("vm2", 0, [ud0, ud1], update_domain=1)}
+    by_ud = plan(hosts, {"serialisation_unit": "update_domain"})
+    assert by_ud["hosts"]["vm2"]["prepare"] == [] and ids(by_ud["hosts"]["vm2"]["deferred"]) == [IDS["E2"]]
+    assert ids(plan(hosts)["hosts"]["vm2"]["prepare"]) == [IDS["E2"]], "by fault domain, vm2 joins domain 0"
+    with pytest.raises(PolicyError, match="^serialisation_unit must be one of fault_domain, update_domain, zone.$"):
+        plan(hosts, {"serialisation_unit": "rack"})
+
+
 @pytest.mark.parametrize("bad", [
     {"events": [{"event_id": "x", "event_type": "Reboot", "resources": []}], "approved": []},  # no event_status
     {"events": [dict(event_record(event("E1", ["vm0"])), resources=None)], "approved": []},
