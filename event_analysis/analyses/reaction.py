@@ -23,7 +23,8 @@ from event_analysis.loading.schema import ACTION, APPROVAL
 UNKNOWN_TRIGGER = "unknown"
 REACTION_COLUMNS = (
     "event_id", "host", "vm", "vm_set", "fault_domain", "event_type", "event_source", "outcome", "trigger",
-    "appeared_after", "first_seen", "prepared_at", "approved_at", "approved_by", "started_seen", "not_before",
+    "appeared_after", "first_seen", "local_at", "prepared_at", "approved_at", "approved_by", "started_seen",
+    "not_before",
     "recovered_at", "prepared", "reaction_s_min", "reaction_s_max", "margin_s", "approval_margin_s", "late",
     "first_seen_started", "started_unprepared", "approval_unneeded",
 )
@@ -33,6 +34,7 @@ def reaction_table(observations: pd.DataFrame, lifecycles: Optional[pd.DataFrame
                    time_scale: Optional[float] = None) -> pd.DataFrame:
     """One row per (event, VM that the event lists and that saw it):
 
+    - `local_at`: when the VM's relay ran its local command for the event (its fast path; NaT: never);
     - `prepared_at` / `recovered_at`: when the cycle began that VM's prepare / recover for the event (NaT: never);
     - `reaction_s_min`/`_max`: the event's appearance on that VM -> its prepare began (an interval, see above);
     - `margin_s`: NotBefore - prepare began, the notice left (negative: prepared after NotBefore);
@@ -56,6 +58,8 @@ def reaction_table(observations: pd.DataFrame, lifecycles: Optional[pd.DataFrame
                 "first_seen_started"]].copy()
     out = out.merge(_first_action(observations, "prepare"), on=["event_id", "host"], how="left")
     out = out.merge(_first_action(observations, "recover"), on=["event_id", "host"], how="left")
+    out = out.merge(_first_action(observations, "local").drop(columns=["local_trigger"]), on=["event_id", "host"],
+                    how="left")
     out = out.merge(_approval_trigger(observations), on="event_id", how="left")
     out["trigger"] = (out.pop("prepare_trigger").fillna(out.pop("approval_trigger")).fillna(UNKNOWN_TRIGGER)
                       .astype(str))

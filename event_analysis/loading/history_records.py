@@ -113,6 +113,13 @@ def action(host, data, vm, trigger=None, observed_at=None):
     return _with(record, vm, trigger)
 
 
+def local_action(host, event, vm, observed_at):
+    """The relay ran the VM's local command (its fast path) for a raw event it first saw."""
+    record = {"record": "action", "observed_at": observed_at, "host": host, "action": "local",
+              "event_ids": [event["EventId"]], "event_type": _text(event.get("EventType"))}
+    return _with(record, vm, "relay")
+
+
 def _with(record, vm, trigger):
     if vm is not None:
         record["vm"] = vm

@@ -26,7 +26,7 @@ LINE = pa.schema([
 ])
 
 OBSERVATION, APPROVAL, ACTION = "observation", "approval", "action"
-ACTIONS = ("prepare", "recover")
+ACTIONS = ("prepare", "recover", "local")  # local: the relay ran the VM's fast-path command
 
 # Minimum notice (NotBefore - first appearance) Azure documents per EventType, in seconds.
 # Terminate's is what the scale set's terminate notification profile sets (5 to 15 minutes).

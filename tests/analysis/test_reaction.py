@@ -65,6 +65,18 @@ def test_an_event_first_seen_started_is_no_missed_prepare_and_still_gets_its_rec
     assert summary["started_unprepared"] == 0
 
 
+def test_the_relays_local_command_is_a_column_of_its_own(tmp_path: Path) -> None:
+    """The fast path (the relay runs the VM's command at first sight of a Preempt) beside the cycle's prepare."""
+    preempt = event("P", "Scheduled", ["vm0"], event_type="Preempt", not_before=at(40))
+    local = {"record": "action", "observed_at": "2026-01-05T00:00:10.400Z", "host": "vm0", "action": "local",
+             "event_ids": ["P"], "event_type": "Preempt", "trigger": "relay"}
+    lines = [observation(0, "vm0", []), observation(10, "vm0", [preempt]), local,
+             action(13, "vm0", "prepare", "P", "Preempt", "event-driven"), observation(45, "vm0", [])]
+    (row,) = ea.reaction_table(ea.load_history(write_lines(tmp_path / "h.jsonl", lines))).to_dict("records")
+    assert (row["local_at"] - row["first_seen"]).total_seconds() == pytest.approx(0.4)
+    assert row["prepared_at"] == pd.Timestamp(at(13)) and row["trigger"] == "event-driven"
+
+
 def test_a_history_without_action_records_reacts_nowhere_and_says_unknown(tmp_path: Path) -> None:
     ev = event("R", "Scheduled", ["vm0"], not_before=at(900))
     frame = ea.load_history(write_lines(tmp_path / "h.jsonl", [observation(0, "vm0", []), observation(10, "vm0", [ev])]))

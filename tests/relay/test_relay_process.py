@@ -44,6 +44,7 @@ class Receiver:
 
     def __init__(self, port: int = 0, token: bytes = TOKEN):
         self.pushes: List[Dict[str, Any]] = []
+        self.arrived: List[float] = []  # when each of `pushes` arrived
         self.refused: List[str] = []
         receiver = self
 
@@ -52,6 +53,7 @@ class Receiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 try:
                     receiver.pushes.append(check_push(body, self.headers.get(SIGNATURE_HEADER), token, time.time()))
+                    receiver.arrived.append(time.time())
                     self.send_response(204)
                 except PushError as exc:
                     receiver.refused.append(str(exc))
@@ -330,6 +332,9 @@ def test_the_relay_matches_events_by_resource_name_as_the_modules_do(tmp_path: P
     ("imds_url", "http://", "imds_url 'http://' is not an http"),
     ("api_version", "2020-07-1", "api_version '2020-07-1' is not a Scheduled Events api-version the modules support"),
     ("host", None, "lacks the settings ['host']"),
+    ("local_command", ["drain.sh"], "local_command 'drain.sh' must start with an absolute path"),
+    ("local_command", "/bin/true", "sets local_command to '/bin/true', which is not a list of non-empty strings"),
+    ("local_command_types", ["Pre empt"], "local_command_types ['Pre empt'] must be event type names"),
 ])
 def test_a_configuration_typo_is_one_sentence_and_exit_2_never_a_restart_loop(
         tmp_path: Path, fleet: LiveFleet, setting: str, value: Any, fragment: str) -> None:
@@ -345,6 +350,51 @@ def test_a_configuration_typo_is_one_sentence_and_exit_2_never_a_restart_loop(
     _, stderr = relay.process.communicate(timeout=10)
     assert relay.process.returncode == 2 and "Traceback" not in stderr and len(stderr.splitlines()) == 1, stderr
     assert fragment in stderr
+
+
+# The fast path's command: writes when it started and what it was told, one file per event.
+LOCAL_SCRIPT = ("import json, os, sys, time; out = os.path.join(sys.argv[1], os.environ['SCHEDULED_EVENT_ID']); "
+                "open(out, 'w').write(json.dumps(dict({k: v for k, v in os.environ.items() "
+                "if k.startswith('SCHEDULED_EVENT_')}, started=time.time())))")
+
+
+def test_the_fast_path_runs_the_local_command_once_per_preempt_before_the_controller_hears_of_it(
+        tmp_path: Path, fleet: LiveFleet) -> None:
+    """Issue 27: a Spot eviction may come in under ten seconds. The relay runs the operator's command within one
+    poll of first seeing a Preempt that lists its VM, before its push; a Reboot runs nothing, a restart re-runs
+    nothing, and the command's output and the ids it ran for stay in the state directory."""
+    receiver = Receiver()
+    vm, other = fleet.vms
+    ran = tmp_path / "ran"
+    ran.mkdir()
+    relay = RelayBench(tmp_path, fleet, vm, receiver.port, local_command=[PLAIN_PYTHON, "-c", LOCAL_SCRIPT, str(ran)])
+    relay.start()
+    try:
+        wait_for(lambda: receiver.changes(), 30, "the first document")
+        fleet.inject(dict(REBOOT, resources={"names": [vm]}))
+        (preempt_id,) = fleet.inject({"key": "spot", "type": "Preempt", "notice_s": 30, "resources": {"names": [vm]}})
+        fleet.inject({"key": "other", "type": "Preempt", "notice_s": 30, "resources": {"names": [other]}})
+        told = wait_for(lambda: [at for p, at in zip(receiver.pushes, receiver.arrived) if p["kind"] == "change"
+                                 and any(e["EventId"] == preempt_id for e in p["record"]["events"])], 10, "the push")
+        wait_for(lambda: (ran / preempt_id).exists(), 10, "the local command")
+        relay.stop()
+        pushed = len(receiver.pushes)
+        relay.start()  # a restarted relay remembers the ids it ran for
+        wait_for(lambda: len(receiver.pushes) > pushed + 2, 10, "polls after the restart")
+    finally:
+        relay.stop()
+        receiver.close()
+    assert sorted(p.name for p in ran.iterdir()) == [preempt_id], "once, for its own Preempt only"
+    told_env = json.loads((ran / preempt_id).read_text())
+    assert told_env["SCHEDULED_EVENT_TYPE"] == "Preempt" and told_env["SCHEDULED_EVENT_VM"] == vm
+    (local,) = [r for r in relay.records() if r.get("record") == "action"]
+    assert local["action"] == "local" and local["event_ids"] == [preempt_id] and local["trigger"] == "relay"
+    assert epoch(local["observed_at"]) <= told[0], "started before the push that tells the controller arrived"
+    (seen,) = [r for r in relay.records() if r.get("record", "observation") == "observation"
+               and any(e["EventId"] == preempt_id for e in r["events"])][:1]
+    assert epoch(local["observed_at"]) - epoch(seen["observed_at"]) < 0.2, "within the poll that first saw it"
+    jsonschema.validate(local, SCHEMA)
+    assert json.loads((relay.dir / "state" / "local_actions.json").read_text()) == [preempt_id.upper()]
 
 
 def test_imds_failures_are_logged_rate_limited(tmp_path: Path, fleet: LiveFleet) -> None:

@@ -21,13 +21,15 @@ __metaclass__ = type
 
 import json
 import os
+import re
 import secrets
 import signal
 import ssl
+import subprocess
 import sys
 import threading
 import time
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Dict, List, Optional
 from urllib.error import HTTPError
 from urllib.parse import urlsplit
@@ -36,7 +38,11 @@ from urllib.request import ProxyHandler, Request, build_opener, HTTPSHandler
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.quiet import owes_work
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import load_state
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import DocumentError, compute_facts
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.history_records import record_line, vm_of
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.history_records import (
+    local_action,
+    record_line,
+    vm_of,
+)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.history_file import HistoryFile
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import ImdsClient, ImdsError
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import replace_file
@@ -49,6 +55,12 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.
     RelayCounters,
     relay_families,
 )
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.fast_path import (
+    DEFAULT_TYPES,
+    command_environment,
+    events_to_act_on,
+    remembered,
+)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import (
     SIGNATURE_HEADER,
     LogLimiter,
@@ -57,6 +69,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.
     held_back,
     sign,
     spool_overflow,
+    utc_iso,
 )
 
 
@@ -84,6 +97,10 @@ class RelayConfig:
     ca_file: str = ""                     # CA bundle for an https controller_url ("" the system's)
     metrics_path: str = ""                # node_exporter textfile (.prom) for the relay's metrics ("" none)
     metrics_seconds: float = 15.0         # how often it is rewritten (also at each change of the document)
+    # The fast path (fast_path.py): an argv run once per event of local_command_types that lists this VM, within one
+    # poll of its first sight, before the controller is told ([] none).
+    local_command: list = field(default_factory=list)
+    local_command_types: list = field(default_factory=lambda: list(DEFAULT_TYPES))
 
     @classmethod
     def from_file(cls, path):
@@ -97,7 +114,8 @@ class RelayConfig:
         unknown = sorted(set(data) - known) if isinstance(data, dict) else []
         if not isinstance(data, dict) or unknown:
             raise ConfigError("the relay configuration %s has unknown settings %s." % (path, unknown))
-        missing = sorted(f.name for f in fields(cls) if f.default is MISSING and f.name not in data)
+        missing = sorted(f.name for f in fields(cls)
+                         if f.default is MISSING and f.default_factory is MISSING and f.name not in data)
         if missing:
             raise ConfigError("the relay configuration %s lacks the settings %s." % (path, missing))
         for setting in fields(cls):
@@ -129,22 +147,34 @@ class RelayConfig:
                               "those)." % self.metrics_path)
         if self.spool_max_entries < 1:
             raise ConfigError("spool_max_entries must be at least 1.")
+        if self.local_command and not os.path.isabs(self.local_command[0]):
+            raise ConfigError("local_command %r must start with an absolute path (the relay's service has a bare "
+                              "PATH)." % (self.local_command[0],))
+        if not all(_TYPE_NAME.match(t) for t in self.local_command_types):
+            raise ConfigError("local_command_types %r must be event type names, such as Preempt." %
+                              (self.local_command_types,))
         if self.cycle_state_path and not os.path.isabs(self.cycle_state_path):
             raise ConfigError("cycle_state_path %r is not an absolute path: the relay must watch the very file the "
                               "cycle writes, which the event_relay role resolves on the VM as the cycle's modules do."
                               % self.cycle_state_path)
 
 
-_KINDS = {str: "a string", float: "a number", int: "a whole number"}
+_KINDS = {str: "a string", float: "a number", int: "a whole number", list: "a list of non-empty strings"}
 
 
 def _is_a(value, kind):
-    """Whether a JSON value has a setting's type (a bool is no number; an int is a float's number)."""
+    """Whether a JSON value has a setting's type (a bool is no number; an int is a float's number; a list is of
+    non-empty strings)."""
     if isinstance(value, bool):
         return False
     if kind is float:
         return isinstance(value, (int, float))
+    if kind is list:
+        return isinstance(value, list) and all(isinstance(item, str) and item for item in value)
     return isinstance(value, kind)
+
+
+_TYPE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,63}$")
 
 
 def read_token(path):
@@ -419,6 +449,55 @@ class Metrics:
             self.failing = True
 
 
+class LocalCommand:
+    """The fast path's edge (fast_path.py holds its rules): runs the operator's command, detached, once per event,
+    remembers the ids in the state directory (a restarted relay does not run it again), records each start in the
+    history, and reaps the commands that ended. Its output goes to local_command.log beside the spool."""
+
+    def __init__(self, config, history, logs, clock):
+        self.host, self.argv, self.types = config.host, list(config.local_command), tuple(config.local_command_types)
+        self.path = os.path.join(config.state_dir, "local_actions.json")
+        self.output = os.path.join(config.state_dir, "local_command.log")
+        self.history, self.logs, self.clock, self.children = history, logs, clock, []
+        self.done = self._load() if self.argv else []
+
+    def _load(self):
+        try:
+            with open(self.path) as stream:
+                data = json.load(stream)
+        except (OSError, ValueError):
+            return []
+        return [i for i in data if isinstance(i, str)] if isinstance(data, list) else []
+
+    def act(self, document, vm):
+        """Run the command for each event it is due for; True when any started."""
+        self.children = [child for child in self.children if child.poll() is None]
+        due = events_to_act_on(document, vm.get("name", ""), self.types, self.done) if self.argv else []
+        for event in due:
+            self._start(event, vm)
+        if due:
+            self.done = remembered(self.done, [event["EventId"] for event in due])
+            try:
+                replace_file(self.path, json.dumps(self.done))
+            except OSError as exc:
+                log("cannot keep the ids the local command ran for in %s (%s)." % (self.path, exc))
+        return bool(due)
+
+    def _start(self, event, vm):
+        at = self.clock()
+        env = dict(os.environ, **command_environment(event, vm.get("name", "")))
+        try:
+            with open(self.output, "ab") as output:
+                self.children.append(subprocess.Popen(self.argv, env=env, stdin=subprocess.DEVNULL, stdout=output,
+                                                      stderr=subprocess.STDOUT, close_fds=True,
+                                                      start_new_session=True))
+        except OSError as exc:  # run once: a command that cannot start is said, not retried at every poll
+            log("cannot run the local command %s for %s %s (%s)." % (self.argv[0], event.get("EventType"),
+                                                                        event["EventId"], exc))
+            return
+        self.history.append(local_action(self.host, event, vm, utc_iso(at)))
+
+
 class Relay:
     def __init__(self, config, token, stop=None, clock=time.time):
         self.config = config
@@ -433,6 +512,7 @@ class Relay:
         self.history = History(config.history_path, config.history_max_bytes, clock)
         self.logs = LogLimiter()
         self.sender = Sender(config, self.spool, token, self.stop, self.counters.pushes)
+        self.local = LocalCommand(config, self.history, self.logs, clock)
 
     def identify(self):
         """The VM's identity from compute metadata (retried until it answers: the first call may take minutes)."""
@@ -459,6 +539,8 @@ class Relay:
                 log("cannot read IMDS (%s); the relay goes on polling and tells the controller%s."
                     % (exc, held_back(held)))
         else:
+            if parsed is not None:  # the fast path first: the controller is told right after, in parallel
+                self.local.act(parsed["raw"], self.tracker.vm)
             step = self.tracker.polled(now, None if parsed is None else parsed["raw"], work)
         if step.record is not None:
             self.sender.heartbeat = None      # older than this change: never sent after it
