@@ -27,10 +27,11 @@ test: $(STAMP)
 ansible-test-legs: sanity units newest-core
 
 # The quick tier for the inner loop (under a minute): unit tests (the pure cycle decisions, parsing, approval,
-# locks), the simulator's engine and offline mode, and a slice of the fault model (27 fleet-days).
+# locks), the simulator's engine and offline mode, a slice of the fault model (27 fleet-days), and ansible-test's
+# pep8 rule (the sanity failure that most often slips through).
 check: $(STAMP)
 	$(PY) -m pytest -q -n 2 tests/unit tests/simulator/test_engine.py tests/simulator/test_offline.py \
-	  tests/reliability/test_fault_model.py
+	  tests/reliability/test_fault_model.py tests/test_pep8.py
 
 # The whole-system fault model over 10,000 simulated fleet-days on every core, judged by what happened to the
 # VMs (docs/reliability.md; about half an hour on 2 cores). INVARIANT_FLEET_DAYS=... for another number.

@@ -492,8 +492,8 @@ class LocalCommand:
                                                       stderr=subprocess.STDOUT, close_fds=True,
                                                       start_new_session=True))
         except OSError as exc:  # run once: a command that cannot start is said, not retried at every poll
-            log("cannot run the local command %s for %s %s (%s)." % (self.argv[0], event.get("EventType"),
-                                                                        event["EventId"], exc))
+            log("cannot run the local command %s for %s %s (%s)."
+                % (self.argv[0], event.get("EventType"), event["EventId"], exc))
             return
         self.history.append(local_action(self.host, event, vm, utc_iso(at)))
 
