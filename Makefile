@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-test.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo demo-event-driven soak-relay test ansible-test-legs check invariants invariant-mutants sanity units newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-watch-tail bench-analysis bench-month bench-reaction venv clean
+.PHONY: demo demo-event-driven soak-relay test ansible-test-legs check invariants invariant-mutants sanity units newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-watch-tail bench-analysis bench-month bench-reaction bench-fast-path venv clean
 
 demo: $(STAMP)
 	$(PY) tools/demo.py
@@ -109,8 +109,16 @@ bench-cycle: $(STAMP)
 # Event-driven reaction (relays + ansible-rulebook) at 50 and 200 simulated VMs, and the watch playbook on
 # the same 50 VMs, in one run; figures to docs/benchmarks.md (about 20 minutes; needs Java 17+).
 # BENCH_REACTION_ARGS="--sizes 5 --events 2 --no-watch --report ''" for a quick try.
+# Then the relay's fast path on 100 Spot VMs: how soon each VM's local command starts after its Preempt appears.
 bench-reaction: $(STAMP)
 	$(PY) tools/bench_reaction.py $(BENCH_REACTION_ARGS)
+	$(MAKE) --no-print-directory bench-fast-path
+
+# The relay's fast path alone (about six minutes): 100 Spot VMs, relays polling 1 Hz with a local command, one
+# Preempt each with 2-30 s notice; figures to docs/benchmarks.md. BENCH_FAST_PATH_ARGS="--vms 6 --window 15".
+BENCH_FAST_PATH_ARGS ?= --vms 100 --report docs/benchmarks.md
+bench-fast-path: $(STAMP)
+	$(PY) tools/bench_fast_path.py $(BENCH_FAST_PATH_ARGS)
 
 venv: $(STAMP)
 
