@@ -127,11 +127,10 @@ $(STAMP):
 	  || { echo "make: $(PYTHON) is older than Python 3.11; set PYTHON=/path/to/python3.11"; exit 1; }
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet $(addprefix -r ,$(REQS))
-	# The repository's Python packages (event_analysis, imds_simulator; pyproject.toml), editable, with the
-	# notebooks' extra: importable from anywhere, notebooks' kernels included, as analysts install them.
-	$(PY) -m pip install --quiet -e '.[notebooks]'
+	# The requirements, and the repository's Python packages (event_analysis, imds_simulator; pyproject.toml),
+	# editable, with the notebooks' extra: importable from anywhere, notebooks' kernels included, as analysts
+	# install them. With uv when it can (minutes faster than pip), else pip: tools/install_requirements.py.
+	$(PY) tools/install_requirements.py $(addprefix -r ,$(REQS)) -e '.[notebooks]'
 	touch $@
 
 clean:

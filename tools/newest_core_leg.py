@@ -58,8 +58,8 @@ def ensure_venv(python: str) -> Path:
         return venv_python
     shutil.rmtree(VENV, ignore_errors=True)
     subprocess.run([python, "-m", "venv", str(VENV)], check=True)
-    subprocess.run([str(venv_python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True)
-    subprocess.run([str(venv_python), "-m", "pip", "install", "--quiet", "-r", str(REQUIREMENTS)], check=True)
+    subprocess.run([str(venv_python), str(REPO / "tools" / "install_requirements.py"), "-r", str(REQUIREMENTS)],
+                   check=True)
     stamp.touch()
     return venv_python
 
