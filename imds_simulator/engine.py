@@ -376,10 +376,7 @@ class Engine:
     def _new_event(self, spec: sc.EventSpec, members: List[VM], at: datetime) -> SimEvent:
         names = [v.name for v in members]
         scope_all = spec.visible == "set" and self.fleet.scope == "set"
-        if spec.impact_s is not None:
-            impact_s = sc.sample(spec.impact_s, self.rng)
-        else:
-            impact_s = float(spec.duration_s) if spec.duration_s > 0 else 7.0
+        impact_s = sc.sample(sc.impact_span(spec), self.rng)
         started_for = self.span(sc.sample(spec.started_for_s, self.rng))
         # Drawn after the durations, as always: a seed gives the same run whatever the case.
         event_id = spec.event_id or new_event_id(self.rng)

@@ -98,6 +98,15 @@ class Scenario:
     event_id_case: Optional[str] = None  # for specs that do not set their own; None: the engine's default
 
 
+def impact_span(spec: EventSpec) -> Span:
+    """How long the event takes the VM down or frozen: its impact_s, else its declared duration, else 7 s (the
+    typical impact Azure's overview gives a reboot)."""
+    if spec.impact_s is not None:
+        return spec.impact_s
+    seconds = float(spec.duration_s) if spec.duration_s > 0 else 7.0
+    return (seconds, seconds)
+
+
 def sample(span: Span, rng: random.Random) -> float:
     low, high = span
     return low if low == high else rng.uniform(low, high)

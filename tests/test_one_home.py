@@ -16,7 +16,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.docume
     KNOWN_EVENT_STATUSES,
     KNOWN_EVENT_TYPES,
 )
-from event_analysis.loading import schema
+from event_analysis import published
 from imds_simulator import wire
 
 REPO = Path(__file__).resolve().parent.parent
@@ -54,8 +54,8 @@ def test_the_info_modules_return_docs_name_the_known_types_and_statuses() -> Non
         assert re.findall(r"V\((\w+)\)", line) == list(known), field
 
 
-def test_the_analysis_schema_documents_a_notice_for_every_known_type() -> None:
-    assert set(schema.documented_min_notice()) == TYPES
+def test_the_analysis_knows_a_published_notice_for_every_known_type() -> None:
+    assert set(published.documented_min_notice()) == TYPES
 
 
 def test_the_simulator_plays_the_same_types_as_the_collection_knows() -> None:

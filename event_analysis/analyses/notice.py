@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from event_analysis.loading.schema import TERMINATE_NOTICE_RANGE_S, documented_min_notice
+from event_analysis.published import TERMINATE_NOTICE_RANGE_S, documented_min_notice
 
 BELOW, MAYBE_BELOW, MET, NOT_APPLICABLE = "below", "maybe below", "met", "n/a"
 # For events first seen Started. "No notice" is a claim about a Scheduled phase nobody saw, so it says what

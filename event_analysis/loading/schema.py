@@ -1,7 +1,6 @@
-"""The observation schema (docs/observation-schema.md) as Arrow types, and the facts the analysis judges by."""
+"""The observation schema (docs/observation-schema.md) as Arrow types (the figures the analysis judges by are in
+event_analysis/published.py)."""
 from __future__ import annotations
-
-from typing import Dict
 
 import pyarrow as pa
 
@@ -27,18 +26,3 @@ LINE = pa.schema([
 
 OBSERVATION, APPROVAL, ACTION = "observation", "approval", "action"
 ACTIONS = ("prepare", "recover", "local")  # local: the relay ran the VM's fast-path command
-
-# Minimum notice (NotBefore - first appearance) Azure documents per EventType, in seconds.
-# Terminate's is what the scale set's terminate notification profile sets (5 to 15 minutes).
-DOCUMENTED_MIN_NOTICE_S: Dict[str, float] = {
-    "Freeze": 15 * 60, "Reboot": 15 * 60, "Redeploy": 10 * 60, "Preempt": 30,
-}
-TERMINATE_NOTICE_RANGE_S = (5 * 60, 15 * 60)
-
-
-def documented_min_notice(terminate_notice_s: float = TERMINATE_NOTICE_RANGE_S[0]) -> Dict[str, float]:
-    """Documented minimum notice per EventType, with Terminate as configured on the scale set."""
-    low, high = TERMINATE_NOTICE_RANGE_S
-    if not low <= terminate_notice_s <= high:
-        raise ValueError(f"terminate_notice_s must be between {low} and {high} seconds, got {terminate_notice_s}")
-    return dict(DOCUMENTED_MIN_NOTICE_S, Terminate=float(terminate_notice_s))

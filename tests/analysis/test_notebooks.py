@@ -83,6 +83,18 @@ def test_the_notice_notebook_flags_short_notice(tmp_path: Path, monkeypatch: pyt
     assert "SHORT" in output and "below" in output
 
 
+def test_the_durations_notebook_flags_a_pause_beyond_the_published_longest(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    scheduled = event("LONGPAUSE", "Scheduled", ["vm0"], event_type="Freeze", not_before=at(905), duration=5)
+    started = dict(scheduled, EventStatus="Started", NotBefore="")
+    polls = [observation(0, "vm0", [])] + [observation(t, "vm0", [scheduled]) for t in range(5, 900, 5)]
+    polls += [observation(900, "vm0", [started]), observation(960, "vm0", [started]), observation(965, "vm0", [])]
+    history = write_lines(tmp_path / "pause.jsonl", polls)  # silent from 900 s to 960 s while Started
+    output = text_of(execute(REPO / "notebooks" / "durations.ipynb", tmp_path / "d.ipynb", monkeypatch,
+                             history=str(history)))
+    assert "beyond published" in output and "Freeze" in output
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
 def test_each_notebook_copes_with_a_quiet_history_and_with_filters(notebook: Path, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
