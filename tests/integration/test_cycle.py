@@ -281,6 +281,48 @@ def test_an_advisory_listed_by_the_user_is_prepared_and_recovered_never_approved
         fleet.close()
 
 
+def test_a_scale_sets_terminates_are_approved_together_never_one_alone(tmp_path: Path) -> None:
+    """Issue 27: Azure deletes no approved Terminate while another of its set waits unapproved, so one sent alone
+    shortens nothing. A prepare failing on one VM keeps its set's other Terminate unapproved; the next cycle
+    approves both, and the simulator (which holds a lone approved Terminate, as Azure does) starts both early."""
+    fleet = LiveFleet(None, time_scale=10.0, fleet=FleetSpec(kind="scale_set", name="web", vms=2, fault_domains=1))
+    try:  # one fault domain: Terminates in two would wait for the fault-domain limit as well
+        bench = CycleBench(fleet, tmp_path)
+        first, second = fleet.vms
+        ids = [fleet.inject({"key": f"scale-in-{vm}", "type": "Terminate", "source": "User", "notice_s": 900,
+                             "started_for_s": 60, "resources": {"names": [vm]}})[0] for vm in (first, second)]
+        failing = bench.run(extra={"fail_prepare_on": [second]})
+        assert failing.returncode != 0 and failing.failed_hosts() == [second], failing.stdout[-3000:]
+        assert fleet.approvals() == [], "the first VM's Terminate is not sent alone"
+        run = bench.run()
+        assert run.returncode == 0, run.stdout[-3000:]
+        assert sorted(i for a in fleet.approvals() for i in a["event_ids"]) == sorted(ids), run.stdout[-6000:]
+        wait_for(lambda: all(e["status"] != "Scheduled" for e in fleet.truth()), 30, "both Terminates to start")
+        assert {e["start_reason"] for e in fleet.truth()} == {"approved"}, "both went before their NotBefore"
+    finally:
+        fleet.close()
+
+
+def test_the_serialisation_unit_can_be_the_update_domain(tmp_path: Path) -> None:
+    """Issue 27: one fault domain, two update domains. Counted by update domain (an availability set's reboot
+    maintenance walks update domains), the limit of 1 keeps the second event waiting."""
+    fleet = LiveFleet(None, time_scale=10.0, fleet=FleetSpec(vms=4, fault_domains=1, update_domains=2))
+    try:
+        by_domain = {vm.update_domain: vm.name for vm in fleet.engine.fleet.vms}
+        for update_domain, vm in sorted(by_domain.items()):
+            fleet.inject({"key": f"ud{update_domain}", "type": "Reboot", "notice_s": 900, "resources": {"names": [vm]}})
+        bench = CycleBench(fleet, tmp_path)
+        run = bench.run(extra={"maintenance_cycle_serialisation_unit": "update_domain",
+                               "maintenance_cycle_max_fault_domains_in_maintenance": 1})
+        assert run.returncode == 0, run.stdout[-3000:]
+        prepared = {a["event_id"] for a in bench.actions("prepare")}
+        assert len(prepared) == 1 and {i for a in fleet.approvals() for i in a["event_ids"]} == prepared
+        assert re.search(r"update domain \d waits: .*update domain \d .* in maintenance \(limit 1\)", run.stdout), (
+            run.stdout[-3000:])
+    finally:
+        fleet.close()
+
+
 # ----------------------------------------------------------------- failure, check mode, idempotence
 
 def test_failing_prepare_fails_the_job_approves_nothing_and_keeps_the_state(bench: CycleBench) -> None:

@@ -344,6 +344,7 @@ def _couple_terminates(views, plan, approvals):
         waiting = sorted(terminates - approved - set(going))
         for key in sorted(terminates & set(going)):
             if not waiting:
+                approvals[going[key]]["coupled"] = set_name  # confirmed together or not at all (confirm_approvals)
                 continue
             event_id = going[key]
             del approvals[event_id]
@@ -472,10 +473,16 @@ def _notes(views, plan):
 def confirm_approvals(plan, alive_hosts):
     """After prepare: {host: [planned events]} for approvals whose leader and listed hosts are all alive."""
     alive = set(alive_hosts)
+    leaders = dict((event_id, host) for host, host_plan in plan["hosts"].items() for event_id in host_plan["approve"])
+
+    def confirmable(event_id):
+        return leaders[event_id] in alive and all(h in alive for h in plan["approvals"][event_id]["hosts"])
+
+    # A set's Terminates planned together go together: one dropped leaves the others to shorten nothing.
+    broken = set(plan["approvals"][event_id].get("coupled") for event_id in leaders if not confirmable(event_id))
     confirmed = dict((host, []) for host in plan["hosts"])
-    for host, host_plan in plan["hosts"].items():
-        for event_id in host_plan["approve"]:
-            approval = plan["approvals"][event_id]
-            if host in alive and all(h in alive for h in approval["hosts"]):
-                confirmed[host].append(approval["planned"])
+    for event_id, host in leaders.items():
+        approval = plan["approvals"][event_id]
+        if confirmable(event_id) and approval.get("coupled") not in broken - set([None]):
+            confirmed[host].append(approval["planned"])
     return confirmed

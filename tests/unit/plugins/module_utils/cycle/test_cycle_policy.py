@@ -743,6 +743,24 @@ def test_a_scale_sets_terminates_are_approved_together_or_none_early() -> None:
     assert IDS["E2"].upper() in waiting["reason"]
 
 
+def test_a_set_s_terminates_planned_together_are_confirmed_together_or_none() -> None:
+    """A prepare that fails after the plan drops that Terminate's approval; its set's others then shorten nothing
+    (Azure holds them), so they are dropped too and wait for a cycle that can approve the set whole."""
+    first = event("E1", ["vm0"], event_type="Terminate", source="User")
+    second = event("E2", ["vm1"], event_type="Terminate", source="User")
+    reboot = event("E3", ["vm2"], source="User")
+    scale_set = {"vm_scale_set_name": "web"}
+    p = plan({"vm0": result("vm0", 0, [first, second], saved([first], prepared=["E1"]), **scale_set),
+              "vm1": result("vm1", 1, [first, second], saved([second], prepared=["E2"]), **scale_set),
+              "vm2": result("vm2", 2, [reboot], saved([reboot], prepared=["E3"]))})
+    confirmed = confirm_approvals(p, ["vm0", "vm1", "vm2"])
+    assert {host: ids(events) for host, events in confirmed.items()} == {
+        "vm0": [IDS["E1"]], "vm1": [IDS["E2"]], "vm2": [IDS["E3"]]}
+    confirmed = confirm_approvals(p, ["vm0", "vm2"])  # vm1 failed its prepare
+    assert {host: ids(events) for host, events in confirmed.items()} == {"vm0": [], "vm1": [], "vm2": [IDS["E3"]]}, (
+        "its set's other Terminate is not sent alone; another event is")
+
+
 def test_a_terminate_goes_once_the_other_terminates_of_its_set_were_approved() -> None:
     first = event("E1", ["vm0"], event_type="Terminate", source="User")
     second = event("E2", ["vm1"], event_type="Terminate", source="User")
