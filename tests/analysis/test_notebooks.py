@@ -65,6 +65,8 @@ def test_each_notebook_runs_on_the_sample_and_shows_it_is_simulated(notebook: Pa
         assert "no prepare in this history" in output and "unknown" in output
     else:
         assert images_in(executed) >= 1
+    if notebook.stem == "durations":  # the sample's live migrations against the published pause (impact_check)
+        assert "published_typical_s" in output and "typical" in output
 
 
 def test_the_serialisation_notebook_reports_the_walk_and_no_overlap(tmp_path: Path,
@@ -81,18 +83,6 @@ def test_the_notice_notebook_flags_short_notice(tmp_path: Path, monkeypatch: pyt
     output = text_of(execute(REPO / "notebooks" / "notice_times.ipynb", tmp_path / "n.ipynb", monkeypatch,
                              history=str(history)))
     assert "SHORT" in output and "below" in output
-
-
-def test_the_durations_notebook_flags_a_pause_beyond_the_published_longest(tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    scheduled = event("LONGPAUSE", "Scheduled", ["vm0"], event_type="Freeze", not_before=at(905), duration=5)
-    started = dict(scheduled, EventStatus="Started", NotBefore="")
-    polls = [observation(0, "vm0", [])] + [observation(t, "vm0", [scheduled]) for t in range(5, 900, 5)]
-    polls += [observation(900, "vm0", [started]), observation(960, "vm0", [started]), observation(965, "vm0", [])]
-    history = write_lines(tmp_path / "pause.jsonl", polls)  # silent from 900 s to 960 s while Started
-    output = text_of(execute(REPO / "notebooks" / "durations.ipynb", tmp_path / "d.ipynb", monkeypatch,
-                             history=str(history)))
-    assert "beyond published" in output and "Freeze" in output
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
