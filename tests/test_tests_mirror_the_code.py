@@ -18,7 +18,6 @@ TESTED_ELSEWHERE: Dict[str, Tuple[str, List[str]]] = {
     "action/scheduled_events_lock.py": ("CycleBench", ["tests/windows/test_windows_hosts.py"]),
     "action/vm_memory.py": ("vm_memory", ["tests/unit/plugins/plugin_utils/test_vm_memory.py"]),
     "callback/scheduled_events_history.py": ("scheduled_events_history", ["tests/history/test_history_callback.py"]),
-    "filter/cycle.py": ("cycle", ["tests/reliability/test_crash_safety.py"]),
     "filter/manual_approval.py": ("manual_approval", ["tests/unit/plugins/module_utils/document/test_approval.py"]),
     "filter/read_quiet.py": ("read_quiet", ["tests/eda/test_event_source.py"]),
     "filter/relay_key.py": ("relay_key", ["tests/unit/plugins/module_utils/relay/test_relay.py"]),

@@ -33,7 +33,7 @@ class ActionModule(ActionBase):
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         if not args["path"].strip():  # memory off: every unread VM is unknown
             self._warn_split(args["outside"] if args["refuse_split_sets"] else {})
-            result.update(changed=False, path="", vms={}, outside={})
+            result.update(changed=False, path="", vms={}, outside={}, deleting={})
             return result
         if args["max_age_hours"] <= 0:
             raise AnsibleActionFail("max_age_hours must be positive (how long a VM's fault domain is remembered).")
@@ -54,7 +54,7 @@ class ActionModule(ActionBase):
         if memory.note:
             self._display.warning("%s: %s" % (path, memory.note))
         self._warn_split(memory.outside if args["refuse_split_sets"] else {})
-        result.update(changed=False, path=path, vms=memory.vms, outside=memory.outside)
+        result.update(changed=False, path=path, vms=memory.vms, outside=memory.outside, deleting=memory.deleting)
         return result
 
     def _warn_split(self, outside):

@@ -15,6 +15,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle import (
     cycle_policy,
+    deleted,
     run_name,
     split_sets,
     transition,
@@ -32,16 +33,18 @@ def _guard(func, *args, **kwargs):
         raise AnsibleFilterError(str(exc))
 
 
-def _host_input(hostvars, host, remembered):
+def _host_input(hostvars, host, remembered, deleting=None):
     """What the plan needs of one host: this run's read and the lock taken with it, its availability set, its last known VM (from
-    an earlier round of a watch, else from the control node's memory, vm_memory)."""
+    an earlier round of a watch, else from the control node's memory, vm_memory), and, when the memory saw its own
+    Preempt or Terminate Started, that sighting (`deleting`: the plan takes the VM as deleted if it stays silent)."""
     variables = hostvars[host]
     result = variables.get("maintenance_cycle_query")
     return {"result": result,
             "lock": result.get("lock") if isinstance(result, dict) else None,
             "availability_set": variables.get("maintenance_cycle_availability_set") or "",
             "last_vm": variables.get("maintenance_cycle_last_vm") or remembered.get(host),
-            "left_alone": variables.get("maintenance_cycle_left_alone") is True}
+            "left_alone": variables.get("maintenance_cycle_left_alone") is True,
+            "deleting": (deleting or {}).get(host)}
 
 
 def _target_names(hostvars, target_hosts, remembered):
@@ -55,8 +58,9 @@ def _target_names(hostvars, target_hosts, remembered):
     return names
 
 
-def cycle_plan(hosts, hostvars, policy=None, remembered=None, remembered_outside=None, target_hosts=None):
-    inputs = dict((host, _host_input(hostvars, host, remembered or {})) for host in hosts)
+def cycle_plan(hosts, hostvars, policy=None, remembered=None, remembered_outside=None, target_hosts=None,
+               remembered_deleting=None):
+    inputs = dict((host, _host_input(hostvars, host, remembered or {}, remembered_deleting)) for host in hosts)
     return _guard(cycle_policy.plan_cycle, inputs, dict(policy or {}), datetime.now(timezone.utc),
                   _target_names(hostvars, target_hosts, remembered), dict(remembered_outside or {}))
 
@@ -69,10 +73,16 @@ def outside_vms(hosts, hostvars, target_hosts=None):
 
 
 def read_vms(hosts, hostvars):
-    """{host: this_vm} of the hosts this run read (what vm_memory remembers)."""
+    """{host: this_vm} of the hosts this run read (what vm_memory remembers), each with `deleting` when the read
+    showed the VM's own Preempt or Terminate Started (cycle/deleted.py)."""
     reads = dict((host, hostvars[host].get("maintenance_cycle_query")) for host in hosts)
-    return dict((host, read["this_vm"]) for host, read in reads.items()
-                if views.was_read(read) and not hostvars[host].get("maintenance_cycle_left_alone"))
+    seen = {}
+    for host, read in reads.items():
+        if views.was_read(read) and not hostvars[host].get("maintenance_cycle_left_alone"):
+            this_vm = dict(read.get("this_vm") or {})
+            sighting = deleted.own_delete_started(read["events"], this_vm.get("name") or host)
+            seen[host] = dict(this_vm, deleting=sighting) if sighting else this_vm
+    return seen
 
 
 def cycle_confirm(plan, alive_hosts):

@@ -13,6 +13,11 @@ It also remembers, per set, the VMs that events of the set listed and that are n
 (the other run's drain, which this run cannot see) comes after the event that showed them is gone. A name
 becomes the target's own once a read of this target reports it.
 
+It remembers, too, when a read showed the VM's own Preempt or Terminate Started (`deleting`, cycle/deleted.py):
+a VM that has not answered since is then taken as deleted, and such an entry is kept DELETED_KEPT_DAYS, not
+max_age_hours, so that a deleted VM left in the inventory does not turn unknown (and block its whole set) a day
+later. Any later read of the host replaces it.
+
 Only the modules' own reads go in, never a relay's push. Entries older than max_age_hours are forgotten
 (a redeployed VM may have moved); a file this code cannot read is started afresh, with a note: a VM not
 remembered is unknown, which is the fail-closed side. Pure: the file work is the action plugin's.
@@ -27,6 +32,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import resource_name
 
 VERSION = 1
+DELETED_KEPT_DAYS = 30
 IDENTITY_KEYS = ("name", "resource_id", "fault_domain", "update_domain", "vm_scale_set_name", "zone", "location")
 
 
@@ -42,19 +48,24 @@ class Memory(NamedTuple):
     vms: Dict[str, Dict[str, Any]]  # {host: remembered VM}, this run's reads included
     note: str  # why the file started afresh, or ""
     outside: Dict[str, List[str]]  # {set: names of VMs outside the target that its events listed}
+    deleting: Dict[str, Dict[str, Any]]  # {host: {event_id, event_type, started_seen_at}}: its own delete Started
 
 
 def update(text: Optional[str], seen: Dict[str, Any], now: datetime, max_age_hours: float,
            outside: Optional[Dict[str, List[str]]] = None) -> Memory:
     """What the memory holds after this run. `text` is the file as found (None: no file yet); `seen` is
-    {host: this_vm} of the hosts read in this run; `outside` is {set: names} its reads showed outside the target."""
+    {host: this_vm} of the hosts read in this run (with `deleting`: {event_id, event_type} when the read showed the
+    VM's own Preempt or Terminate Started); `outside` is {set: names} its reads showed outside the target."""
     entries, found_outside, note = _entries(text)
     oldest = now - timedelta(hours=max_age_hours)
-    kept = {host: entry for host, entry in entries.items() if _seen_at(entry) is not None and _seen_at(entry) >= oldest}
+    kept = {host: entry for host, entry in entries.items() if _kept(entry, oldest, now)}
     for host, this_vm in sorted(seen.items()):
         vm = identity(this_vm)
         if vm is not None:
             kept[host] = {"vm": vm, "seen_at": now.isoformat()}
+            deleting = _deleting(this_vm.get("deleting"), entries.get(host), now)
+            if deleting:
+                kept[host]["deleting"] = deleting
     own = {resource_name(entry["vm"]["name"]) for entry in kept.values()}
     sets: Dict[str, Dict[str, str]] = {}
     for key, names in found_outside.items():
@@ -65,7 +76,28 @@ def update(text: Optional[str], seen: Dict[str, Any], now: datetime, max_age_hou
     sets = {key: names for key, names in sets.items() if names}
     written = json.dumps({"version": VERSION, "vms": kept, "outside": sets}, sort_keys=True, indent=1) + "\n"
     return Memory(written, {host: entry["vm"] for host, entry in kept.items()}, note,
-                  {key: sorted(names) for key, names in sorted(sets.items())})
+                  {key: sorted(names) for key, names in sorted(sets.items())},
+                  {host: entry["deleting"] for host, entry in kept.items() if isinstance(entry.get("deleting"), dict)})
+
+
+def _kept(entry: Dict[str, Any], oldest: datetime, now: datetime) -> bool:
+    seen_at = _seen_at(entry)
+    if seen_at is None:
+        return False
+    deleting = isinstance(entry.get("deleting"), dict)
+    return seen_at >= (now - timedelta(days=DELETED_KEPT_DAYS) if deleting else oldest)
+
+
+def _deleting(sighting: Any, before: Any, now: datetime) -> Optional[Dict[str, str]]:
+    """What to remember of a read's sighting of the VM's own delete Started: when it was first seen Started."""
+    if not isinstance(sighting, dict) or not isinstance(sighting.get("event_id"), str):
+        return None
+    earlier = before.get("deleting") if isinstance(before, dict) else None
+    if isinstance(earlier, dict) and str(earlier.get("event_id", "")).upper() == sighting["event_id"].upper() \
+            and _moment(earlier.get("started_seen_at")) is not None:
+        return dict(earlier)
+    return {"event_id": sighting["event_id"], "event_type": str(sighting.get("event_type", "")),
+            "started_seen_at": now.isoformat()}
 
 
 def _entries(text: Optional[str]) -> Tuple[Dict[str, Any], Dict[str, Dict[str, str]], str]:

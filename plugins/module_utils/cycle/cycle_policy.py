@@ -61,6 +61,9 @@ from datetime import datetime, timezone
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import (
     PREPARE_DONE,
 )
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.deleted import (
+    deleted_note,
+)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.errors import (
     PolicyError,
 )
@@ -79,6 +82,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.views import (
     AMBIGUOUS,
     DAMAGED,
+    DELETED,
     FRESH,
     SERIALISATION_UNITS,
     UNKNOWN_DOMAIN,
@@ -124,7 +128,7 @@ def plan_cycle(hosts, policy=None, now=None, target_names=(), remembered_outside
     policy = _policy(policy)
     _refuse_unlocked_parallel_runs(hosts, policy)
     now = now or datetime.now(timezone.utc)
-    views = host_views(hosts, policy["serialisation_unit"])
+    views = host_views(hosts, policy["serialisation_unit"], now)
     by_vm = {}
     for host, view in views.items():
         by_vm.setdefault(resource_name(view["vm_name"]), host)
@@ -454,6 +458,8 @@ def _notes(views, plan):
                          "that the VM is not drained, move it aside (mv %s %s.damaged) so that the next cycle "
                          "starts afresh." % (host, view["state_path"] or "<state file>",
                                              view["state_path"] or "<state file>"))
+        elif view["status"] == DELETED:
+            notes.append(deleted_note(host, view["deleting"]))
         elif view["status"] == AMBIGUOUS:
             notes.append("%s shares its VM name %s with another host of the target (another resource group?): "
                          "Resources cannot tell them apart, so it is left alone." % (host, view["vm_name"]))

@@ -13,6 +13,9 @@ __metaclass__ = type
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import (
     state_problem,
 )
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.deleted import (
+    taken_as_deleted,
+)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import (
     affects,
     resource_name,
@@ -20,8 +23,10 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.docume
 
 # Host statuses: only a FRESH host is seen well enough to plan for.
 FRESH, BLIND, HELD, UNREAD, AMBIGUOUS, DAMAGED = "fresh", "blind", "held", "unread", "ambiguous", "damaged"
-# Every status but FRESH holds its host's fault domain: what the plan cannot see or trust is busy, never free.
+# Every status but FRESH holds its host's fault domain: what the plan cannot see or trust is busy, never free;
+# except DELETED, an unread VM whose own Preempt or Terminate the cycle saw Started long enough ago (deleted.py).
 UNSEEN_STATUSES = (BLIND, HELD, UNREAD, AMBIGUOUS, DAMAGED)
+DELETED = "deleted"
 UNSEEN_DOMAIN = "unseen"  # the fault domain of listed VMs that are not hosts of the target
 UNKNOWN_DOMAIN = "unknown"  # the fault domain of a host never read: blocks every new fault domain
 
@@ -29,7 +34,7 @@ UNKNOWN_DOMAIN = "unknown"  # the fault domain of a host never read: blocks ever
 # Why an event that lists a host the plan cannot see waits (one phrase per host).
 UNSEEN_REASONS = {HELD: "another maintenance run holds %s", UNREAD: "%s could not be read",
                   BLIND: "%s has no Scheduled Events document yet", AMBIGUOUS: "%s shares its VM name with another host",
-                  DAMAGED: "%s has a state file this run cannot trust"}
+                  DAMAGED: "%s has a state file this run cannot trust", DELETED: "%s was taken as deleted"}
 
 
 SERIALISATION_UNITS = ("fault_domain", "update_domain", "zone")
@@ -71,14 +76,16 @@ def domain_key(this_vm, availability_set="", unit="fault_domain"):
     return " / ".join(p for p in parts if p)
 
 
-def host_views(hosts, unit="fault_domain"):
-    """{host: {result, lock, availability_set, last_vm, left_alone}} -> {host: view}.
+def host_views(hosts, unit="fault_domain", now=None):
+    """{host: {result, lock, availability_set, last_vm, left_alone, deleting}} -> {host: view}.
 
     `result` is the host's scheduled_events_info result of this run (None, failed or unreachable when it
     could not be read); `lock` is the `lock` that scheduled_events_lock returned before that read (None when
     no lock is taken); `last_vm` is its `this_vm` from an earlier read (a watch keeps it), so that a host
     without a fresh read still holds its last known fault domain; `left_alone` marks a host the run did not
-    contact (maintenance_cycle_leave_alone): unread, whatever result it carries.
+    contact (maintenance_cycle_leave_alone): unread, whatever result it carries; `deleting` is vm_memory's
+    sighting of the VM's own Preempt or Terminate Started: an unread host is DELETED once it is old enough at
+    `now` (deleted.taken_as_deleted; without `now`, never).
     """
     views = {}
     for host, given in sorted(hosts.items()):
@@ -90,6 +97,9 @@ def host_views(hosts, unit="fault_domain"):
         views[host] = _view(host, result if read else None, given.get("lock") or {},
                             given.get("availability_set") or "", last_vm, unit)
         views[host]["left_alone"] = bool(given.get("left_alone"))
+        views[host]["deleting"] = given.get("deleting") if isinstance(given.get("deleting"), dict) else None
+        if not read and now is not None and taken_as_deleted(views[host]["deleting"], now):
+            views[host]["status"] = DELETED
     _mark_ambiguous(views)
     for view in views.values():  # the document's events by id (ambiguity may have emptied a view's events)
         view["present"] = dict((e["event_id"].upper(), e) for e in view["events"])
@@ -142,6 +152,8 @@ def _mark_ambiguous(views):
     and the other host must not take an event meant for that VM as its own."""
     by_name = {}
     for view in views.values():
+        if view["status"] == DELETED:
+            continue  # no event is meant for a VM that is gone
         if view["name_known"] or view["status"] != UNREAD:
             by_name.setdefault(resource_name(view["vm_name"]), []).append(view)
     for same in by_name.values():

@@ -12,9 +12,9 @@ VM0 = {"name": "vm0", "fault_domain": 0, "update_domain": 0, "vm_scale_set_name"
 
 
 def test_a_read_is_remembered_and_returned_with_what_was_known() -> None:
-    text, known, note, _outside = update(None, {"web0": VM0}, NOW, 24)
+    text, known, note, _outside, _deleting = update(None, {"web0": VM0}, NOW, 24)
     assert note == "" and known["web0"]["fault_domain"] == 0 and "os_type" not in known["web0"]
-    later, known, note, _outside = update(text, {"web1": dict(VM0, name="vm1", fault_domain=1)}, NOW + timedelta(hours=1), 24)
+    later, known, note, _outside, _deleting = update(text, {"web1": dict(VM0, name="vm1", fault_domain=1)}, NOW + timedelta(hours=1), 24)
     assert sorted(known) == ["web0", "web1"] and note == ""
     assert json.loads(later)["vms"]["web0"]["seen_at"] == NOW.isoformat(), "kept as first seen"
 
@@ -34,7 +34,7 @@ def test_reads_that_do_not_tell_the_fault_domain_are_not_remembered() -> None:
 
 def test_a_damaged_file_starts_afresh_with_a_note_and_unknown_vms_stay_unknown() -> None:
     for text in ("{", "[]", json.dumps({"version": 9, "vms": {}}), json.dumps({"version": 1, "vms": []})):
-        written, known, note, _outside = update(text, {}, NOW, 24)
+        written, known, note, _outside, _deleting = update(text, {}, NOW, 24)
         assert known == {} and "starts afresh" in note and json.loads(written)["vms"] == {}
     entries = {"web0": {"vm": {"name": "vm0"}, "seen_at": NOW.isoformat()}, "web1": {"vm": VM0, "seen_at": "yesterday"}}
     assert update(json.dumps({"version": 1, "vms": entries}), {}, NOW, 24)[1] == {}
@@ -60,3 +60,30 @@ def test_a_damaged_outside_section_is_left_out_not_a_failure() -> None:
     for outside in ([], {"as1": ["win0"]}, {"as1": {"win0": "yesterday"}}):
         memory = update(json.dumps({"version": 1, "vms": entries, "outside": outside}), {}, NOW, 24)
         assert memory.outside == {} and sorted(memory.vms) == ["web0"] and memory.note == ""
+
+
+PREEMPT = {"event_id": "E1", "event_type": "Preempt"}
+
+
+def test_a_read_of_the_vms_own_delete_started_is_remembered_from_its_first_sighting() -> None:
+    """cycle/deleted.py: the plan takes a VM silent since then as deleted; the first sighting is what counts."""
+    first = update(None, {"web0": dict(VM0, deleting=PREEMPT)}, NOW, 24)
+    assert first.deleting == {"web0": dict(PREEMPT, started_seen_at=NOW.isoformat())} and "deleting" not in first.vms["web0"]
+    again = update(first.text, {"web0": dict(VM0, deleting=dict(PREEMPT, event_id="e1"))}, NOW + timedelta(seconds=30), 24)
+    assert again.deleting["web0"]["started_seen_at"] == NOW.isoformat(), "the same event (any case) keeps its first sighting"
+    answered = update(again.text, {"web0": VM0}, NOW + timedelta(minutes=5), 24)
+    assert answered.deleting == {}, "a read without it: the VM is there (stopped and started again, or never gone)"
+
+
+def test_a_deleted_vm_is_remembered_past_max_age_so_that_it_does_not_turn_unknown() -> None:
+    text = update(None, {"web0": dict(VM0, deleting=PREEMPT), "web1": dict(VM0, name="vm1")}, NOW, 24).text
+    later = update(text, {}, NOW + timedelta(days=2), 24)
+    assert sorted(later.vms) == ["web0"] and later.deleting["web0"]["event_id"] == "E1"
+    assert update(later.text, {}, NOW + timedelta(days=31), 24).vms == {}
+
+
+def test_a_damaged_deleting_entry_is_not_a_sighting() -> None:
+    entries = {"web0": {"vm": VM0, "seen_at": NOW.isoformat(), "deleting": "soon"}}
+    memory = update(json.dumps({"version": 1, "vms": entries}), {}, NOW, 24)
+    assert memory.deleting == {} and sorted(memory.vms) == ["web0"]
+    assert update(None, {"web0": dict(VM0, deleting={"event_type": "Preempt"})}, NOW, 24).deleting == {}
