@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
 COUNTED = ("cycles", "drains", "undrains", "approvals", "kills", "late_drains", "refusals", "event_driven", "split",
-           "split_refused", "pushes", "pushes_refused", "pushes_dropped")
+           "split_refused", "taken_as_deleted", "pushes", "pushes_refused", "pushes_dropped")
 PERIODS = (60, 300)
 EVENT_DRIVEN_EVERY = 5
 SPLIT_EVERY = 10  # at index 2, 12, 22, ... (never an event-driven one)
@@ -90,7 +90,8 @@ def one(combo: Combo) -> Dict[str, object]:
             "undrains": run.ledger.undrains, "approvals": run.verdict.approvals, "kills": run.verdict.kills,
             "late_drains": run.verdict.late_drains, "refusals": run.refusals,
             "event_driven": int(not isinstance(how, int) and how != SPLIT), "split": int(how == SPLIT),
-            "split_refused": run.split_refused, "pushes": getattr(run, "pushes", 0),
+            "split_refused": run.split_refused, "taken_as_deleted": run.taken_as_deleted,
+            "pushes": getattr(run, "pushes", 0),
             "pushes_refused": getattr(run, "refused", 0), "pushes_dropped": getattr(run, "duplicates", 0)}
 
 
@@ -139,7 +140,7 @@ def _run(args: argparse.Namespace, root: Path) -> int:
           f"cycles, {totals['drains']} drains, {totals['undrains']} undrains, {totals['approvals']} approvals, "
           f"{totals['kills']} runs killed, {totals['late_drains']} late drains over the limit (the documented "
           f"exception), {totals['refusals']} cycles refused before acting, {totals['split_refused']} events refused "
-          f"in split sets, {totals['pushes']} pushes "
+          f"in split sets, {totals['taken_as_deleted']} hosts taken as deleted, {totals['pushes']} pushes "
           f"({totals['pushes_refused']} refused, {totals['pushes_dropped']} dropped as replays), {len(failed)} "
           f"fleet-days with violations {dict(kinds) or ''}, {seconds:.0f} s on {args.workers} workers")
     return 1 if failed else 0

@@ -73,15 +73,15 @@ def outside_vms(hosts, hostvars, target_hosts=None):
 
 
 def read_vms(hosts, hostvars):
-    """{host: this_vm} of the hosts this run read (what vm_memory remembers), each with `deleting` when the read
-    showed the VM's own Preempt or Terminate Started (cycle/deleted.py)."""
+    """{host: this_vm} of the hosts this run read (what vm_memory remembers), each with `started_deletes` when the
+    read showed Preempts or Terminates Started (of this VM or another: cycle/deleted.py)."""
     reads = dict((host, hostvars[host].get("maintenance_cycle_query")) for host in hosts)
     seen = {}
     for host, read in reads.items():
         if views.was_read(read) and not hostvars[host].get("maintenance_cycle_left_alone"):
             this_vm = dict(read.get("this_vm") or {})
-            sighting = deleted.own_delete_started(read["events"], this_vm.get("name") or host)
-            seen[host] = dict(this_vm, deleting=sighting) if sighting else this_vm
+            sightings = deleted.started_deletes(read["events"])
+            seen[host] = dict(this_vm, started_deletes=sightings) if sightings else this_vm
     return seen
 
 
@@ -114,12 +114,16 @@ def watch_start(given):
     return {"settings": settings, "book": watch_book.watch_start(settings, _now())}
 
 
-def watch_timing(watch):
-    """This round's timing for a host, now: how long to wait, and how long it has not been read."""
+def watch_timing(watch, deleting=None, host="this host"):
+    """This round's timing for a host, now: how long to wait, how long it has not been read, and whether, unread,
+    it is taken as deleted (`deleting`: vm_memory's sighting of its own Preempt or Terminate Started)."""
     now = _now()
     unread, too_long = watch_book.watch_unread(watch["book"], watch["settings"], now)
+    deleting = deleting if isinstance(deleting, dict) else None
+    gone = deleted.taken_as_deleted(deleting, datetime.fromtimestamp(now, timezone.utc))
     return {"wait_seconds": watch_book.watch_wait_seconds(watch["book"], watch["settings"], now),
-            "unread_seconds": round(unread), "unread_too_long": too_long}
+            "unread_seconds": round(unread), "unread_too_long": too_long and not gone, "deleted": gone,
+            "deleted_note": deleted.deleted_note(str(host), deleting) if gone else ""}
 
 
 def watch_after_round(watch, result):

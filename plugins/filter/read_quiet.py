@@ -29,6 +29,20 @@ def read_quiet(hosts, hostvars):
     return sorted(quiet)
 
 
+def read_deleted(hosts, hostvars):
+    """The hosts of `hosts` that this cycle's plan took as deleted (status `deleted`: their own Preempt or
+    Terminate was seen Started by a cycle's read, and they have not answered since; cycle/deleted.py)."""
+    plan = None
+    for host_vars in (hostvars[h] for h in hostvars):
+        found = host_vars.get("maintenance_cycle_plan") if isinstance(host_vars, Mapping) else None
+        if isinstance(found, Mapping) and isinstance(found.get("hosts"), Mapping):
+            plan = found
+            break
+    if plan is None:
+        return []
+    return sorted(str(h) for h in hosts or [] if (plan["hosts"].get(h) or {}).get("status") == "deleted")
+
+
 class FilterModule(object):
     def filters(self):
-        return {"read_quiet": read_quiet}
+        return {"read_quiet": read_quiet, "read_deleted": read_deleted}

@@ -21,7 +21,8 @@ description:
     a host not remembered holds every new fault domain of its set (fail closed).
   - Only the modules' reads are remembered, never an event relay's push. Entries older than O(max_age_hours)
     are forgotten. A file it cannot read is started afresh, with a warning.
-  - It also remembers when a read showed the VM's own Preempt or Terminate C(Started) (C(deleting) in O(seen)):
+  - It also remembers when a read (of this VM, or of another VM of its set) showed the VM's own Preempt or
+    Terminate C(Started) (C(started_deletes) in O(seen)):
     a VM that has not answered for two minutes since is taken as deleted by the maintenance cycle. Such an entry
     is kept 30 days, whatever O(max_age_hours), and any later read of the host replaces it.
   - In AWX each job runs in a fresh container, so the memory lasts one job there.
@@ -48,9 +49,9 @@ options:
     required: true
   seen:
     description: "C({host: this_vm}) of the hosts read in this run (the C(this_vm) result of
-      M(azure_imds.scheduled_events.scheduled_events_info)), each with C(deleting) (C({event_id, event_type}))
-      when the read showed the VM's own Preempt or Terminate Started (the C(azure_imds.scheduled_events.read_vms)
-      filter adds it)."
+      M(azure_imds.scheduled_events.scheduled_events_info)), each with C(started_deletes) (a list of
+      C({event_id, event_type, resources})) when the read showed Preempts or Terminates Started, of any VM (the
+      C(azure_imds.scheduled_events.read_vms) filter adds it)."
     type: dict
     default: {}
   max_age_hours:

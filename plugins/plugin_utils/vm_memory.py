@@ -13,7 +13,8 @@ It also remembers, per set, the VMs that events of the set listed and that are n
 (the other run's drain, which this run cannot see) comes after the event that showed them is gone. A name
 becomes the target's own once a read of this target reports it.
 
-It remembers, too, when a read showed the VM's own Preempt or Terminate Started (`deleting`, cycle/deleted.py):
+It remembers, too, when a read (of any VM of the target) showed a VM's own Preempt or Terminate Started
+(`deleting`, cycle/deleted.py):
 a VM that has not answered since is then taken as deleted, and such an entry is kept DELETED_KEPT_DAYS, not
 max_age_hours, so that a deleted VM left in the inventory does not turn unknown (and block its whole set) a day
 later. Any later read of the host replaces it.
@@ -29,6 +30,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.deleted import own_delete_started
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import resource_name
 
 VERSION = 1
@@ -54,18 +56,22 @@ class Memory(NamedTuple):
 def update(text: Optional[str], seen: Dict[str, Any], now: datetime, max_age_hours: float,
            outside: Optional[Dict[str, List[str]]] = None) -> Memory:
     """What the memory holds after this run. `text` is the file as found (None: no file yet); `seen` is
-    {host: this_vm} of the hosts read in this run (with `deleting`: {event_id, event_type} when the read showed the
-    VM's own Preempt or Terminate Started); `outside` is {set: names} its reads showed outside the target."""
+    {host: this_vm} of the hosts read in this run (with `started_deletes`, cycle/deleted.started_deletes: the
+    Preempts and Terminates the read showed Started, of any VM); `outside` is {set: names} its reads showed outside
+    the target. A sighting is remembered for the host whose VM it lists, read in this run or remembered."""
     entries, found_outside, note = _entries(text)
     oldest = now - timedelta(hours=max_age_hours)
     kept = {host: entry for host, entry in entries.items() if _kept(entry, oldest, now)}
     for host, this_vm in sorted(seen.items()):
         vm = identity(this_vm)
         if vm is not None:
-            kept[host] = {"vm": vm, "seen_at": now.isoformat()}
-            deleting = _deleting(this_vm.get("deleting"), entries.get(host), now)
-            if deleting:
-                kept[host]["deleting"] = deleting
+            kept[host] = {"vm": vm, "seen_at": now.isoformat()}  # a read replaces all: a sighting too, unless below
+    sightings = [s for this_vm in seen.values() if isinstance(this_vm, dict)
+                 for s in (this_vm.get("started_deletes") or []) if isinstance(s, dict)]
+    for host, entry in kept.items():
+        sighting = own_delete_started(sightings, entry["vm"]["name"])
+        if sighting:
+            entry["deleting"] = _deleting(sighting, entries.get(host), now)
     own = {resource_name(entry["vm"]["name"]) for entry in kept.values()}
     sets: Dict[str, Dict[str, str]] = {}
     for key, names in found_outside.items():
@@ -88,10 +94,8 @@ def _kept(entry: Dict[str, Any], oldest: datetime, now: datetime) -> bool:
     return seen_at >= (now - timedelta(days=DELETED_KEPT_DAYS) if deleting else oldest)
 
 
-def _deleting(sighting: Any, before: Any, now: datetime) -> Optional[Dict[str, str]]:
-    """What to remember of a read's sighting of the VM's own delete Started: when it was first seen Started."""
-    if not isinstance(sighting, dict) or not isinstance(sighting.get("event_id"), str):
-        return None
+def _deleting(sighting: Dict[str, str], before: Any, now: datetime) -> Dict[str, str]:
+    """What to remember of a sighting of the VM's own delete Started: when it was first seen Started."""
     earlier = before.get("deleting") if isinstance(before, dict) else None
     if isinstance(earlier, dict) and str(earlier.get("event_id", "")).upper() == sighting["event_id"].upper() \
             and _moment(earlier.get("started_seen_at")) is not None:

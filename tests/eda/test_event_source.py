@@ -334,3 +334,20 @@ def test_the_shipped_rulebook_tells_its_cycles_how_many_run_side_by_side() -> No
     cycle = next(a["run_playbook"] for a in ruleset["rules"][0]["actions"]
                  if a["run_playbook"]["name"] == "azure_imds.scheduled_events.cycle")
     assert cycle["extra_vars"]["maintenance_cycle_parallel_runs"] == source["max_parallel_runs"]
+
+
+@pytest.mark.parametrize("body, expected", [
+    (b"", ([], [])),  # a cycle that may have died takes no host out of the runs
+    (json.dumps({"read_quiet": ["vm1"], "deleted": ["vm0"]}).encode(), (["vm1"], ["vm0"])),
+    (json.dumps({"read_quiet": ["vm1"]}).encode(), (["vm1"], [])),  # a playbook of an earlier release
+    (json.dumps({"read_quiet": [], "deleted": "vm0"}).encode(), "deleted is not a list of host names"),
+    (json.dumps(["vm0"]).encode(), "read_quiet is not a list of host names"),
+])
+def test_a_done_report_says_which_hosts_were_read_quiet_and_which_were_taken_as_deleted(body: bytes,
+                                                                                       expected: Any) -> None:
+    source = load_source()
+    if isinstance(expected, str):
+        with pytest.raises(ValueError, match=expected):
+            source.read_quiet_of(body)
+    else:
+        assert source.read_quiet_of(body) == expected

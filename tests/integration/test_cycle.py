@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import re
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
 import pytest
 
 from imds_simulator.fleet import FleetSpec
+from tests.eda.test_done_report import DoneReceiver
 from tests.integration.runner import FILES, CycleBench
 from tests.live_fleet import LiveFleet
 from tests.history.history_helpers import assert_valid, capture_env, read_history
@@ -320,6 +321,42 @@ def test_the_serialisation_unit_can_be_the_update_domain(tmp_path: Path) -> None
         assert re.search(r"update domain \d waits: .*update domain \d .* in maintenance \(limit 1\)", run.stdout), (
             run.stdout[-3000:])
     finally:
+        fleet.close()
+
+
+def test_a_vm_deleted_by_its_own_preempt_frees_its_fault_domain(tmp_path: Path) -> None:
+    """Issue 27: an evicted VM that stays in the inventory held its fault domain, and every other domain's event
+    waited for its NotBefore. A cycle's read of vm1 shows vm0's own Preempt Started (vm0, being evicted, does not
+    answer); the simulator then deletes vm0 (it never answers again); two minutes later (the memory's sighting moved back in time) the next cycle takes it as
+    deleted: vm1's Reboot in the other fault domain is prepared and approved at once under a limit of 1, and
+    the event source is told to leave vm0 out of its runs."""
+    fleet = LiveFleet(None, time_scale=10.0, fleet=FleetSpec(kind="scale_set", name="spot", vms=2, fault_domains=2))
+    receiver = DoneReceiver()
+    try:
+        bench = CycleBench(fleet, tmp_path)
+        evicted, other = fleet.vms
+        limit = {"maintenance_cycle_max_fault_domains_in_maintenance": 1, "done_url": receiver.url}
+        assert bench.run(extra=limit).returncode == 0  # a quiet cycle: the control node learns both VMs
+        (preempt,) = fleet.inject({"key": "evict", "type": "Preempt", "notice_s": 5, "started_for_s": 150,
+                                   "resources": {"names": [evicted]}})
+        wait_for(lambda: fleet.truth()[0]["status"] == "Started", 10, "the eviction to start")
+        bench.run(extra=limit)  # the evicted VM does not answer; the other's read shows its Preempt Started
+        memory = json.loads((tmp_path / "vms.json").read_text())
+        assert memory["vms"][evicted]["deleting"]["event_id"] == preempt, "the sighting is remembered"
+        wait_for(lambda: all(e["status"] == "Removed" for e in fleet.truth() if e["event_id"] == preempt), 30,
+                 "the evicted VM to be deleted")  # truth() moves the engine on; the Preempt's end deletes the VM
+        assert fleet.engine.vm_state(evicted).deleted_at is not None
+        sighting = memory["vms"][evicted]["deleting"]
+        sighting["started_seen_at"] = (datetime.fromisoformat(sighting["started_seen_at"]) - timedelta(minutes=3)).isoformat()
+        (tmp_path / "vms.json").write_text(json.dumps(memory))
+        (reboot,) = fleet.inject({"key": "update", "type": "Reboot", "notice_s": 900, "resources": {"names": [other]}})
+        run = bench.run(extra=limit)
+        assert f"{evicted} is taken as deleted: its own Preempt {preempt} was seen Started" in run.stdout, run.stdout[-4000:]
+        assert {a["event_id"] for a in bench.actions("prepare")} >= {reboot}
+        assert reboot in {i for a in fleet.approvals() for i in a["event_ids"]}, "approved at once, limit 1"
+        assert receiver.bodies[-1]["deleted"] == [evicted]
+    finally:
+        receiver.close()
         fleet.close()
 
 

@@ -47,6 +47,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
+from ansible_collections.azure_imds.scheduled_events.plugins.filter.cycle import read_vms
 from ansible_collections.azure_imds.scheduled_events.plugins.filter.read_quiet import read_quiet
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.approval import plan_approval
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.cycle_lock import (
@@ -145,6 +146,7 @@ class Cycle:
     drains: List[Tuple[str, str, bool]] = field(default_factory=list)  # (VM, event, late) drained by its prepares
     busy_at_last_drain: Set[Tuple[str, str, int]] = field(default_factory=set)  # the domains in maintenance then
     read_quiet: List[str] = field(default_factory=list)  # what its done report says its own read found quiet
+    deleted: List[str] = field(default_factory=list)  # what its done report says its plan took as deleted
 
 
 @dataclass
@@ -173,6 +175,7 @@ class FleetRun:
     cycles: int = 0
     refusals: int = 0  # cycles the plan refused (PolicyError) before anything was done
     split_refused: int = 0  # events a plan refused because their set has VMs outside its target (split_sets)
+    taken_as_deleted: int = 0  # hosts a plan took as deleted (their own Preempt or Terminate seen Started, then silent)
 
     # ----------------------------------------------------------------------------------- ground truth
 
@@ -427,7 +430,9 @@ class FleetRun:
         given.update({vm: {"left_alone": True, "last_vm": self.last_vm.get(vm)} for vm in cycle.leave_alone})
         for vm in given:
             given[vm]["availability_set"] = self.engine.vm_state(vm).vm.availability_set
-        remembered = self.remember(cycle, given, reads)  # vm_memory, before quiet hosts end
+        remembered, deleting = self.remember(cycle, given, reads)  # vm_memory, before quiet hosts end
+        for vm in given:
+            given[vm]["deleting"] = deleting.get(vm)
         if not cycle.alive:
             return
         try:
@@ -437,6 +442,8 @@ class FleetRun:
             self.release_all(cycle)
             return
         self.split_refused += sum(1 for verdict in plan["admissions"].values() if verdict == "refused")
+        cycle.deleted = sorted(vm for vm, host_plan in plan["hosts"].items() if host_plan["status"] == "deleted")
+        self.taken_as_deleted += len(cycle.deleted)
         for vm, r in reads.items():
             if "events" in r:
                 self.last_vm[vm] = r["this_vm"]
@@ -492,15 +499,17 @@ class FleetRun:
         self.release_all(cycle)
 
     def remember(self, cycle: Cycle, given: Dict[str, Dict[str, Any]], reads: Dict[str, Dict[str, Any]]
-                 ) -> Dict[str, List[str]]:
-        """The role's vm_memory step for the split-set rule: the target's file (plugin_utils/vm_memory.py) takes the
-        VMs outside the target that this run's reads show, and gives back what it remembers of them."""
+                 ) -> Tuple[Dict[str, List[str]], Dict[str, Dict[str, Any]]]:
+        """The role's vm_memory step: the target's file (plugin_utils/vm_memory.py) takes this run's reads (through
+        the role's read_vms filter: with each sighting of a VM's own delete Started) and the VMs outside the target
+        they show, and gives back what it remembers of those (the split-set rule) and of the sightings (deleted
+        VMs)."""
         key = tuple(sorted(cycle.target))
         outside = outside_vms(host_views(given), cycle.target)
-        memory = update(self.memory.get(key), {vm: r["this_vm"] for vm, r in reads.items() if "events" in r},
-                        self.now, 24.0, outside)
+        seen = read_vms(sorted(reads), {vm: {"maintenance_cycle_query": r} for vm, r in reads.items()})
+        memory = update(self.memory.get(key), seen, self.now, 24.0, outside)
         self.memory[key] = memory.text
-        return memory.outside
+        return memory.outside, memory.deleting
 
     def release_all(self, cycle: Cycle) -> None:
         """The role's `always`: every host it claimed and can still reach gives its lock back."""

@@ -191,7 +191,7 @@ class EventDrivenRun(FleetRun):
             if ended is not None:
                 self.running.remove(current)
             if ended:  # a killed run sends no done report: the view gives its news back in time
-                self.view.done(current.number, current.cycle.read_quiet)
+                self.view.done(current.number, current.cycle.read_quiet, current.cycle.deleted)
 
 
 # How the rulebook runs the cycles: side by side under the VM locks (the shipped rulebook), one at a time

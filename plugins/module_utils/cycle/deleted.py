@@ -6,9 +6,10 @@
 A VM the cycle cannot read holds its fault domain (what the plan cannot see is busy). A Spot VM evicted with
 the Delete policy, or a scale-set instance removed by a Terminate, never answers again, so it would hold its
 fault domain for as long as it stays in the inventory, and the set would lose every early approval. So the
-control node remembers (vm_memory) when one of the cycle's own reads showed the VM's own Preempt or Terminate
-Started, and a VM that has not answered since, DELETED_AFTER_S later, is taken as deleted: it holds no fault
-domain, and leaves the runs and the watch. Silence alone never does that (an unconfirmed silence stays busy),
+control node remembers (vm_memory) when one of the cycle's own reads (the VM's, or usually another VM's of its
+set: a VM being deleted rarely answers) showed the VM's own Preempt or Terminate Started, and a VM that has
+not answered since, DELETED_AFTER_S later, is taken as deleted: it holds no fault domain, and leaves the runs
+and the watch. Silence alone never does that (an unconfirmed silence stays busy),
 nor a relay's or the control plane's word: only the cycle's own read of the Started event. A Spot VM evicted
 with the Deallocate policy is stopped, not deleted: it stays out until someone starts it, and its first read
 then makes it an ordinary host again (its owed recovers run).
@@ -28,12 +29,21 @@ DELETING_TYPES = ("Preempt", "Terminate")
 DELETED_AFTER_S = 120
 
 
-def own_delete_started(events, vm_name):
-    """{event_id, event_type} of a Started Preempt or Terminate that lists `vm_name`, or None."""
-    for event in events or ():
-        if (isinstance(event, dict) and event.get("event_type") in DELETING_TYPES
-                and event.get("event_status") == "Started" and affects(event, vm_name)):
-            return {"event_id": event["event_id"], "event_type": event["event_type"]}
+def started_deletes(events):
+    """[{event_id, event_type, resources}] of the Started Preempts and Terminates a read shows. A VM being deleted
+    rarely answers, so the sighting usually comes from another VM of its set, whose document shows the event too."""
+    return [{"event_id": event["event_id"], "event_type": event["event_type"], "resources": list(event["resources"])}
+            for event in events or ()
+            if isinstance(event, dict) and event.get("event_type") in DELETING_TYPES
+            and event.get("event_status") == "Started" and isinstance(event.get("resources"), list)]
+
+
+def own_delete_started(sightings, vm_name):
+    """{event_id, event_type} of a sighting (started_deletes) that lists `vm_name`, or None."""
+    for sighting in sightings or ():
+        if isinstance(sighting, dict) and isinstance(sighting.get("event_id"), str) \
+                and isinstance(sighting.get("resources"), list) and affects(sighting, vm_name):
+            return {"event_id": sighting["event_id"], "event_type": str(sighting.get("event_type", ""))}
     return None
 
 

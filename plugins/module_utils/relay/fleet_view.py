@@ -108,6 +108,9 @@ class FleetView:
     covered_at: Dict[str, float] = field(default_factory=dict)   # start of the last run that covered it
     seen: Dict[str, Dict[Any, float]] = field(default_factory=dict)   # host -> (relay_id, seq) -> when
     started: Dict[int, Run] = field(default_factory=dict)   # recent runs, ended or not, for read_quiet
+    # Hosts a cycle took as deleted (its own read saw their own Preempt or Terminate Started, then silence):
+    # out of every later run until their relay is heard from again (a push can only bring a host back).
+    gone: Set[str] = field(default_factory=set)
 
     def knows(self, host):
         # type: (str) -> bool
@@ -142,6 +145,7 @@ class FleetView:
             entry.document = key
         self.hosts[host] = entry
         self.stale_noted.discard(host)
+        self.gone.discard(host)
         # A host gone away (IMDS not answering there) is news for no cycle: any cycle would
         # leave it alone. It still has work, so every cycle counts it busy; coming back is the news.
         if news and not entry.quiet and not entry.away:
@@ -150,7 +154,7 @@ class FleetView:
 
     def unheard(self):
         # type: () -> Set[str]
-        return set(self.settings.expected_hosts) - set(self.hosts)
+        return set(self.settings.expected_hosts) - set(self.hosts) - self.gone
 
     def stale(self, now):
         # type: (float) -> List[str]
@@ -160,7 +164,7 @@ class FleetView:
         silent = set(h for h, v in self.hosts.items() if now - v.heard_at > self.settings.stale_seconds)
         if now - self.started_at > self.settings.stale_seconds:
             silent |= self.unheard()
-        return sorted(silent)
+        return sorted(silent - self.gone)
 
     def leave_alone(self, hosts, now):
         # type: (List[str], float) -> List[str]
@@ -175,8 +179,9 @@ class FleetView:
         # type: () -> Set[str]
         """Hosts heard from that no cycle has read quiet since a push last said they might have work."""
         return set(h for h in self.hosts   # a push in the tick a run began may be newer than its read: owed
-                   if h not in self.read_quiet_at or self.worried_at.get(h, 0.0) >= self.read_quiet_at[h]
-                   or self.covered_at.get(h, 0.0) > self.read_quiet_at[h])   # a later run may have drained it
+                   if h not in self.gone and (
+                       h not in self.read_quiet_at or self.worried_at.get(h, 0.0) >= self.read_quiet_at[h]
+                       or self.covered_at.get(h, 0.0) > self.read_quiet_at[h]))   # a later run may have drained it
 
     def with_work(self, now):
         # type: (float) -> List[str]
@@ -216,17 +221,25 @@ class FleetView:
         self.last_run_at = now
         return run
 
-    def done(self, number, read_quiet=()):
-        # type: (int, Any) -> bool
+    def done(self, number, read_quiet=(), deleted=()):
+        # type: (int, Any, Any) -> bool
         """The cycle `number` ended; True when it was running (news it covered may start the next).
         `read_quiet`: the hosts its own read found quiet. Each of them that the run covered stops being owed a
-        look, unless a push said it might have work after the run began (that push is newer than the read)."""
+        look, unless a push said it might have work after the run began (that push is newer than the read).
+        `deleted`: the hosts its plan took as deleted (cycle/deleted.py). Each that the run covered, and that no
+        push was heard from since the run began, leaves every later run until its relay is heard from again."""
         run = self.started.get(number)
         if run is not None:
             for host in read_quiet:
                 if host in self.hosts and (not run.hosts or host in run.hosts) \
                         and self.read_quiet_at.get(host, run.started_at) <= run.started_at:
                     self.read_quiet_at[host] = run.started_at
+            for host in deleted:
+                heard = self.hosts[host].heard_at if host in self.hosts else None
+                if self.knows(host) and (not run.hosts or host in run.hosts) \
+                        and (heard is None or heard < run.started_at):
+                    self.gone.add(host)
+                    self.pending.discard(host)
         return self.running.pop(number, None) is not None
 
     def _covered(self):

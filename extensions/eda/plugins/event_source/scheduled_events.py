@@ -55,7 +55,8 @@ description:
   - A push only starts a cycle or adds hosts to one; the cycle reads every VM itself, so a forged, replayed
     or stale push can never cause an approval. A host leaves the runs only once a cycle's own read found it
     quiet (the done report's C(read_quiet), which the cycle playbook sends when it is given C(done_url)),
-    never on a push's word.
+    never on a push's word; or once a cycle's plan took it as deleted (the done report's C(deleted): its own
+    Preempt or Terminate was seen Started and it has not answered since), until its relay is heard from again.
 options:
   token_file:
     description:
@@ -200,26 +201,32 @@ class Receiver:
             return web.json_response({"error": "unknown run"}, status=404)
         body = await request.read()
         try:
-            read_quiet = read_quiet_of(body)
+            read_quiet, deleted = read_quiet_of(body)
         except ValueError as exc:
             LOG.warning("refused the done report of run %d: %s", number, exc)
             return web.json_response({"error": str(exc)}, status=400)
-        return web.json_response({"released": self.view.done(number, read_quiet)})
+        return web.json_response({"released": self.view.done(number, read_quiet, deleted)})
 
 
-def read_quiet_of(body: bytes) -> list:
-    """The hosts a done report says the cycle's own read found quiet ([] for an empty body: the report of a
-    cycle that may have died, which takes no host out of later runs); ValueError in one sentence."""
+def read_quiet_of(body: bytes) -> tuple:
+    """(read_quiet, deleted): the hosts a done report says the cycle's own read found quiet, and those its plan
+    took as deleted (([], []) for an empty body: the report of a cycle that may have died, which takes no host
+    out of later runs); ValueError in one sentence."""
     if not body.strip():
-        return []
+        return [], []
     try:
         report = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise ValueError("the done report is not UTF-8 JSON.")
-    hosts = report.get("read_quiet", []) if isinstance(report, dict) else None
-    if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+    if not isinstance(report, dict):
         raise ValueError("the done report's read_quiet is not a list of host names.")
-    return hosts
+    lists = []
+    for key in ("read_quiet", "deleted"):
+        hosts = report.get(key, [])
+        if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+            raise ValueError("the done report's %s is not a list of host names." % key)
+        lists.append(hosts)
+    return lists[0], lists[1]
 
 
 def event_of(run: Run, done_url: str, done_ca: str = "") -> Dict[str, Any]:

@@ -9,6 +9,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.deleted import (
     DELETED_AFTER_S,
     own_delete_started,
+    started_deletes,
     taken_as_deleted,
 )
 
@@ -30,7 +31,7 @@ def event(event_id: str, resources: list, event_type: str = "Preempt", status: s
     ([], None),
 ])
 def test_only_the_vms_own_preempt_or_terminate_started_is_a_sighting(events: list, sighting: object) -> None:
-    assert own_delete_started(events, "vm0") == sighting
+    assert own_delete_started(started_deletes(events), "vm0") == sighting
 
 
 def seen(seconds_ago: float) -> dict:

@@ -319,3 +319,27 @@ def test_news_given_back_by_a_silent_cycle_is_not_gathered_again() -> None:
     assert first is not None and fleet.next_run(T0 + 30) is None
     again = fleet.next_run(T0 + 61)
     assert again is not None and again.changed == ["vm0"], "old news starts its cycle at once"
+
+
+def test_a_host_its_cycle_took_as_deleted_leaves_the_runs_until_its_relay_is_heard_again() -> None:
+    """Issue 27: an evicted VM stays in the inventory; its relay is gone, so it went stale and was put into every
+    run. Once a cycle's plan takes it as deleted (cycle/deleted.py), it leaves them; a push brings it back."""
+    fleet = view()
+    fleet.accept(push("vm0", 2, "change", quiet=False, incarnation=2, events=[REBOOT], relay_id="vm0"), T0 + 1)
+    run = fleet.next_run(T0 + 2)  # its last push came before the run began
+    assert run is not None and "vm0" in run.hosts
+    later = T0 + 2 + fleet.settings.stale_seconds + 10
+    assert "vm0" in fleet.stale(later) and "vm0" in fleet.with_work(later)
+    fleet.done(run.number, read_quiet=[], deleted=["vm0"])
+    assert "vm0" not in fleet.stale(later) and "vm0" not in fleet.with_work(later)
+    fleet.accept(push("vm0", 3, relay_id="vm0"), later + 1)  # a Deallocated Spot VM started again
+    assert "vm0" not in fleet.gone
+
+
+def test_a_deleted_report_older_than_a_push_is_ignored() -> None:
+    fleet = view()
+    fleet.accept(push("vm1", 2, "change", quiet=False, incarnation=2, events=[REBOOT], relay_id="vm1"), T0 + 1)
+    run = fleet.next_run(T0 + 1)
+    fleet.accept(push("vm1", 3, relay_id="vm1"), T0 + 2)  # heard after the run began: it answers
+    fleet.done(run.number, deleted=["vm1", "vm7"])  # vm7: not a host of the target
+    assert fleet.gone == set()
