@@ -51,5 +51,5 @@ def test_the_cycle_reports_the_hosts_its_own_read_found_quiet_and_no_other(tmp_p
         receiver.close()
         fleet.close()
     assert "Tell the event source which hosts this cycle's own read found quiet" in run.stdout, run.stdout[-3000:]
-    assert receiver.bodies == [{"read_quiet": [quiet]}], \
-        "not the host an event lists, the one left alone, nor the one whose read failed"
+    assert receiver.bodies == [{"read_quiet": [quiet], "deleted": []}], \
+        "not the host an event lists, the one left alone, nor the one whose read failed; and none taken as deleted"
