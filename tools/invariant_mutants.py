@@ -64,11 +64,11 @@ MUTATIONS: Dict[str, List[Change]] = {
         [(VIEWS, 'elif result.get("state_status") == "corrupt":', "elif False:"),
          (TRANSITION, '    if result.get("state_status") == "corrupt":\n        raise', "    if False:\n        raise")],
     "a push saying quiet takes its host out of the event-driven runs (a lying relay hides an owed recover)":
-        [(VIEW, "if h not in self.read_quiet_at or self.worried_at.get(h, 0.0) >= self.read_quiet_at[h]\n"
-                "                   or self.covered_at.get(h, 0.0) > self.read_quiet_at[h])",
-          "if not self.hosts[h].quiet)")],
+        [(VIEW, "h not in self.read_quiet_at or self.worried_at.get(h, 0.0) >= self.read_quiet_at[h]\n"
+                "                       or self.covered_at.get(h, 0.0) > self.read_quiet_at[h]))",
+          "not self.hosts[h].quiet))")],
     "a host an event-driven run covered leaves the runs without a read that found it quiet":
-        [(VIEW, "\n                   or self.covered_at.get(h, 0.0) > self.read_quiet_at[h])", ")")],
+        [(VIEW, "\n                       or self.covered_at.get(h, 0.0) > self.read_quiet_at[h]))", "))")],
     "a host prepares an event only another host's read shows (its write-ahead cannot record it)":
         [(POLICY, '    if own is None or not affects(own, view["vm_name"]):\n        # Another host', "    if False:\n        # Another host")],
     "a host prepares an event its own read shows without listing it (its recover then undoes the drain)":
@@ -96,7 +96,12 @@ MUTATIONS: Dict[str, List[Change]] = {
         [(FAULT_DOMAINS, 'if view["status"] in UNSEEN_STATUSES:', "if False:")],
     "an approval goes out although a listed host failed its prepare (both layers: the plan and the confirmation)":
         [(POLICY, "    if wanted and unprepared:", "    if False:"),
-         (POLICY, 'if host in alive and all(h in alive for h in approval["hosts"]):', "if host in alive:")],
+         (POLICY, 'return leaders[event_id] in alive and all(h in alive for h in plan["approvals"][event_id]["hosts"])',
+          "return leaders[event_id] in alive")],
+    # issue 27
+    "an unread VM counts as deleted without a sighting of its own Preempt or Terminate Started":
+        [(VIEWS, 'if not read and now is not None and taken_as_deleted(views[host]["deleting"], now):',
+          "if not read and now is not None:")],
 }
 
 
