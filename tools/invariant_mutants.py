@@ -136,7 +136,8 @@ def caught(root: Path, only: str = "all") -> Tuple[bool, str]:
     proc = subprocess.run([sys.executable, "tools/fault_model_run.py", "--fleet-days", str(days),
                            "--first-failure", "--only", only], cwd=root, capture_output=True, text=True)
     found = [line for line in proc.stdout.splitlines() if line.startswith("FAILED")][:1]
-    return proc.returncode != 0, (found[0] if found else proc.stdout.strip()[-300:] + proc.stderr.strip()[-300:])
+    # Caught means a fleet-day broke an invariant; a mutant that crashes the model is not caught, it is broken.
+    return bool(found), (found[0] if found else proc.stdout.strip()[-300:] + proc.stderr.strip()[-300:])
 
 
 def main(argv: List[str]) -> int:

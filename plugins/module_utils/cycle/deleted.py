@@ -55,6 +55,7 @@ def taken_as_deleted(deleting, now):
 
 
 def deleted_note(host, deleting):
+    deleting = deleting or {}
     return ("%s is taken as deleted: its own %s %s was seen Started at %s and it has not answered since; it holds "
             "no fault domain and leaves the runs (a VM stopped, not deleted, comes back with its first read)."
             % (host, deleting.get("event_type"), deleting.get("event_id"), deleting.get("started_seen_at")))
