@@ -22,9 +22,9 @@ description:
   - Only the modules' reads are remembered, never an event relay's push. Entries older than O(max_age_hours)
     are forgotten. A file it cannot read is started afresh, with a warning.
   - It also remembers when a read (of this VM, or of another VM of its set) showed the VM's own Preempt or
-    Terminate C(Started) (C(started_deletes) in O(seen)):
-    a VM that has not answered for two minutes since is taken as deleted by the maintenance cycle. Such an entry
-    is kept 30 days, whatever O(max_age_hours), and any later read of the host replaces it.
+    Terminate C(Started) (C(started_deletes) in O(seen)); a VM that has not answered for two minutes since is
+    taken as deleted by the maintenance cycle. Such an entry is kept 30 days, whatever O(max_age_hours), and
+    any later read of the host replaces it.
   - In AWX each job runs in a fresh container, so the memory lasts one job there.
 author:
   - azure_imds.scheduled_events maintainers (@azure-imds)

@@ -110,7 +110,7 @@ options:
   max_parallel_runs:
     description:
       - News on hosts that no running cycle looks at starts another cycle at once, up to this many at a
-        time (run the rulebook with C(execution_strategy: parallel), as the shipped ones do). Each cycle
+        time (run the rulebook with the parallel C(execution_strategy), as the shipped ones do). Each cycle
         covers every host with work; a host another cycle holds counts as in maintenance (its VM lock), so
         fault domains stay serialised. News on hosts a running cycle covers waits for it and is coalesced.
       - 1 runs one cycle at a time.
