@@ -49,13 +49,13 @@ description:
     azure_imds.scheduled_events.event_relay). A push must be signed with the shared token; a bad or
     unauthenticated push gets a 4xx answer and a log line, and never becomes an event.
   - Keeps the fleet view (each host's last document, whether it is quiet, when it was last heard) and puts
-    one event on the queue when a cycle is needed, naming every host with work (not quiet, or stale: not
+    one event on the queue when a cycle is needed, naming every host with work (not quiet, or stale, that is not
     heard from for stale_seconds). News on hosts a running cycle covers is coalesced into the next event;
     news elsewhere starts another cycle at once (max_parallel_runs).
   - A push only starts a cycle or adds hosts to one; the cycle reads every VM itself, so a forged, replayed
     or stale push can never cause an approval. A host leaves the runs only once a cycle's own read found it
     quiet (the done report's C(read_quiet), which the cycle playbook sends when it is given C(done_url)),
-    never on a push's word; or once a cycle's plan took it as deleted (the done report's C(deleted): its own
+    never on a push's word; or once a cycle's plan took it as deleted (the done report's C(deleted), as its own
     Preempt or Terminate was seen Started and it has not answered since), until its relay is heard from again.
 options:
   token_file:
