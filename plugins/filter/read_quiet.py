@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.views import DELETED
+
 
 def read_quiet(hosts, hostvars):
     """The hosts of `hosts` whose read in this cycle (the claim, maintenance_cycle_query) succeeded and said
@@ -40,7 +42,7 @@ def read_deleted(hosts, hostvars):
             break
     if plan is None:
         return []
-    return sorted(str(h) for h in hosts or [] if (plan["hosts"].get(h) or {}).get("status") == "deleted")
+    return sorted(str(h) for h in hosts or [] if (plan["hosts"].get(h) or {}).get("status") == DELETED)
 
 
 class FilterModule(object):

@@ -30,7 +30,10 @@ import json
 from datetime import datetime, timedelta
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.deleted import own_delete_started
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.deleted import (
+    own_delete_started,
+    parse_moment as _moment,
+)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import resource_name
 
 VERSION = 1
@@ -120,11 +123,3 @@ def _entries(text: Optional[str]) -> Tuple[Dict[str, Any], Dict[str, Dict[str, s
 
 def _seen_at(entry: Dict[str, Any]) -> Optional[datetime]:
     return _moment(entry.get("seen_at"))
-
-
-def _moment(text: Any) -> Optional[datetime]:
-    try:
-        seen = datetime.fromisoformat(str(text))
-    except ValueError:
-        return None
-    return seen if seen.tzinfo is not None else None

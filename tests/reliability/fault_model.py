@@ -60,7 +60,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import confirm_approvals, plan_cycle
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.errors import PolicyError
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.split_sets import outside_vms
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.views import host_views
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.views import DELETED, host_views
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.vm_memory import update
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.transition import AFTER_RECOVER, BEFORE_PREPARE, PREPARED, state_for_step
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import (
@@ -442,7 +442,7 @@ class FleetRun:
             self.release_all(cycle)
             return
         self.split_refused += sum(1 for verdict in plan["admissions"].values() if verdict == "refused")
-        cycle.deleted = sorted(vm for vm, host_plan in plan["hosts"].items() if host_plan["status"] == "deleted")
+        cycle.deleted = sorted(vm for vm, host_plan in plan["hosts"].items() if host_plan["status"] == DELETED)
         self.taken_as_deleted += len(cycle.deleted)
         for vm, r in reads.items():
             if "events" in r:

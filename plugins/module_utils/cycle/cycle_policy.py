@@ -486,9 +486,10 @@ def confirm_approvals(plan, alive_hosts):
 
     # A set's Terminates planned together go together: one dropped leaves the others to shorten nothing.
     broken = set(plan["approvals"][event_id].get("coupled") for event_id in leaders if not confirmable(event_id))
+    broken.discard(None)
     confirmed = dict((host, []) for host in plan["hosts"])
     for event_id, host in leaders.items():
         approval = plan["approvals"][event_id]
-        if confirmable(event_id) and approval.get("coupled") not in broken - set([None]):
+        if confirmable(event_id) and approval.get("coupled") not in broken:
             confirmed[host].append(approval["planned"])
     return confirmed

@@ -50,7 +50,7 @@ def own_delete_started(sightings, vm_name):
 def taken_as_deleted(deleting, now):
     """Whether a VM remembered with `deleting` ({event_id, event_type, started_seen_at}) that this cycle could not
     read counts as deleted at `now`."""
-    seen_at = _moment((deleting or {}).get("started_seen_at"))
+    seen_at = parse_moment((deleting or {}).get("started_seen_at"))
     return seen_at is not None and (now - seen_at).total_seconds() >= DELETED_AFTER_S
 
 
@@ -61,7 +61,8 @@ def deleted_note(host, deleting):
             % (host, deleting.get("event_type"), deleting.get("event_id"), deleting.get("started_seen_at")))
 
 
-def _moment(text):
+def parse_moment(text):
+    """An ISO 8601 time with its zone, as the control node's memory writes them; None for anything else."""
     if not isinstance(text, str):
         return None
     try:
