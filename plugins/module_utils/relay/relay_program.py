@@ -488,9 +488,11 @@ class LocalCommand:
         env = dict(os.environ, **command_environment(event, vm.get("name", "")))
         try:
             with open(self.output, "ab") as output:
-                self.children.append(subprocess.Popen(self.argv, env=env, stdin=subprocess.DEVNULL, stdout=output,
-                                                      stderr=subprocess.STDOUT, close_fds=True,
-                                                      start_new_session=True))
+                # The relay is a daemon, not a module: no AnsibleModule, so no run_command; and the command runs
+                # detached, not waited for, which run_command cannot do.
+                self.children.append(subprocess.Popen(  # pylint: disable=ansible-bad-function
+                    self.argv, env=env, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                    close_fds=True, start_new_session=True))
         except OSError as exc:  # run once: a command that cannot start is said, not retried at every poll
             log("cannot run the local command %s for %s %s (%s)."
                 % (self.argv[0], event.get("EventType"), event["EventId"], exc))
