@@ -31,7 +31,7 @@ ansible-test-legs: sanity units newest-core
 # pep8 rule (the sanity failure that most often slips through).
 check: $(STAMP)
 	$(PY) -m pytest -q -n 2 tests/unit tests/simulator/test_engine.py tests/simulator/test_offline.py \
-	  tests/reliability/test_fault_model.py tests/test_pep8.py tests/test_plugin_docs_yaml.py
+	  tests/reliability/test_fault_model.py tests/test_pep8.py tests/test_plugin_docs_yaml.py tests/test_lint_yaml_rules.py
 
 # The whole-system fault model over 10,000 simulated fleet-days on every core, judged by what happened to the
 # VMs (docs/reliability.md; about half an hour on 2 cores). INVARIANT_FLEET_DAYS=... for another number.
