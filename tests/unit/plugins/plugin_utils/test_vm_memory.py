@@ -96,3 +96,12 @@ def test_a_damaged_sighting_is_no_sighting() -> None:
     assert memory.deleting == {} and sorted(memory.vms) == ["web0"]
     for damaged in ({"event_type": "Preempt", "resources": ["vm0"]}, dict(PREEMPT, resources="vm0"), "E1"):
         assert update(None, {"web0": dict(VM0, started_deletes=[damaged])}, NOW, 24).deleting == {}, damaged
+
+
+def test_the_file_is_json_with_one_vm_a_line() -> None:
+    text = update(None, {"web0": VM0, "web1": dict(VM0, name="vm1")}, NOW, 24, {"availability set as1": ["x"]}).text
+    data = json.loads(text)
+    assert sorted(data["vms"]) == ["web0", "web1"] and data["outside"] == {"availability set as1": {"x": NOW.isoformat()}}
+    (web1,) = [line for line in text.splitlines() if '"vm1"' in line]
+    assert web1.startswith(' "web1": {') and json.loads(web1.split(": ", 1)[1].rstrip(",")) == data["vms"]["web1"]
+    assert json.loads(update(None, {}, NOW, 24).text) == {"version": data["version"], "outside": {}, "vms": {}}
