@@ -92,8 +92,8 @@ def file_text(vms: Dict[str, Dict[str, Any]], outside: Dict[str, Dict[str, str]]
     """The file: one VM a line (a person greps it), each line written by json's C encoder. An indented dump goes
     through the pure-Python one, which was half of a cycle's time in the fault model (`make invariants`)."""
     entries = ",\n".join(" %s: %s" % (json.dumps(host), json.dumps(vms[host], sort_keys=True)) for host in sorted(vms))
-    return '{"version": %s, "outside": %s, "vms": {%s}}\n' % (json.dumps(VERSION), json.dumps(outside, sort_keys=True),
-                                                          "\n%s\n" % entries if entries else "")
+    head = '{"version": %s, "outside": %s, "vms": {' % (json.dumps(VERSION), json.dumps(outside, sort_keys=True))
+    return head + ("\n%s\n" % entries if entries else "") + "}}\n"
 
 
 def _kept(entry: Dict[str, Any], oldest: datetime, now: datetime) -> bool:
