@@ -8,7 +8,9 @@ through ANSIBLE_COLLECTIONS_PATH.
 """
 from __future__ import annotations
 
+import json
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -54,3 +56,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
     if lost:
         raise pytest.UsageError(f"pytest-xdist could not group {lost[0]} onto one worker with this pytest; "
                                 "install the pytest that requirements-test.txt names.")
+
+
+def _cpu_seconds() -> float:
+    """This worker's CPU and its reaped children's (ansible-playbook, ansible-rulebook, notebook kernels)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: object) -> object:
+    """TEST_CPU_REPORT=FILE: one JSON line per test with the CPU-seconds it cost (set-up and tear-down included),
+    which `make test`'s budget is made of on 2 cores; tools/test_cpu_report.py sums them by file."""
+    report = os.environ.get("TEST_CPU_REPORT")
+    before = _cpu_seconds() if report else 0.0
+    yield
+    if report:
+        with open(report, "a") as out:
+            out.write(json.dumps({"test": item.nodeid, "cpu_s": round(_cpu_seconds() - before, 2)}) + "\n")

@@ -28,19 +28,23 @@ class Run:
 WINDOWS_DOUBLE = Path(__file__).resolve().parent.parent / "windows" / "connection_plugins"
 
 
-def play(tmp: Path, fleet: LiveFleet, tasks: Sequence[Tuple[str, Dict[str, Any]]], hosts: Optional[List[str]] = None,
-         check: bool = False, diff: bool = False, extra_vars: Optional[Dict[str, Any]] = None,
-         env: Optional[Dict[str, str]] = None, windows: Optional[Dict[str, str]] = None) -> Run:
+def play(tmp: Path, fleet: Optional[LiveFleet], tasks: Sequence[Tuple[str, Dict[str, Any]]],
+         hosts: Optional[List[str]] = None, check: bool = False, diff: bool = False,
+         extra_vars: Optional[Dict[str, Any]] = None, env: Optional[Dict[str, str]] = None,
+         windows: Optional[Dict[str, str]] = None, urls: Optional[Dict[str, str]] = None) -> Run:
     """Run `tasks` (name, task) on simulated VMs; every task is registered and may fail.
 
     `windows` adds hosts (inventory name -> simulated VM) that connect through the Windows test double,
-    with their disks under tmp/windows/<name>."""
-    hosts = fleet.vms if hosts is None else hosts
+    with their disks under tmp/windows/<name>. `urls` (inventory name -> IMDS URL) replaces the fleet's hosts: VMs
+    of several fleets in one run."""
+    if urls is None:
+        assert fleet is not None
+        urls = {h: fleet.url(h) for h in (fleet.vms if hosts is None else hosts)}
     windows = windows or {}
     out = tmp / "results"
     out.mkdir(exist_ok=True)
-    inventory_hosts: Dict[str, Dict[str, Any]] = {h: {"imds_url": fleet.url(h), "ansible_connection": "local"}
-                                                  for h in hosts}
+    inventory_hosts: Dict[str, Dict[str, Any]] = {h: {"imds_url": url, "ansible_connection": "local"}
+                                                  for h, url in urls.items()}
     for name, vm in windows.items():
         inventory_hosts[name] = {"imds_url": fleet.url(vm), "ansible_connection": "windows_double",
                                  "ansible_windows_double_root": str(tmp / "windows" / name)}
