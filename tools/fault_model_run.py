@@ -1,6 +1,6 @@
 """Run the whole-system fault model (tests/reliability/fault_model.py) over many seeded fleet-days and report.
 
-    python tools/fault_model_run.py --fleet-days 10000            # make invariants
+    python tools/fault_model_run.py --fleet-days 10000 --resume   # make invariants
     python tools/fault_model_run.py --fleet-days 108 --first-failure  # what make invariant-mutants runs per mutant
 
 Each fleet-day is one seed of one combination: scheduled runs (fleet x faults x cycle period); every
@@ -9,11 +9,18 @@ costs about ten times as much; and every SPLIT_EVERY-th, a set split over two sc
 its own target. Combinations are taken in turn, so any number of fleet-days covers them all evenly.
 Runs on every core (seeded: the same figures each time).
 Exits 1 when any fleet-day breaks an invariant, printing its seed and combination (they reproduce it).
+
+--resume keeps a journal of finished fleet-days in build/invariants/, one file per version of the code the verdict
+depends on (the collection, the model, the simulator, this runner: CODE, hashed), and skips what it holds: 10,000
+fleet-days are hours of CPU on 2 cores, and a run stopped part-way, or run in parts, counts every fleet-day once.
+Fleet-day N is the same combination whatever the total, so parts add up; a change to that code starts a new journal.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
+import json
 import os
 import shutil
 import sys
@@ -21,9 +28,13 @@ import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
+JOURNALS = REPO / "build" / "invariants"
+CODE = ("plugins", "roles", "imds_simulator", "tests/reliability/fault_model.py",
+        "tests/reliability/fault_model_event_driven.py", "tools/fault_model_run.py",
+        "tools/stage_collection.py")  # what a fleet-day's verdict depends on
 COUNTED = ("cycles", "drains", "undrains", "approvals", "kills", "late_drains", "refusals", "event_driven", "split",
            "split_refused", "taken_as_deleted", "pushes", "pushes_refused", "pushes_dropped")
 PERIODS = (60, 300)
@@ -76,7 +87,39 @@ def combos(fleet_days: int, only: str = "all") -> List[Combo]:
     return chosen
 
 
+def code_version(root: Path = REPO) -> str:
+    """A hash of CODE's files (names and bytes): a journal is only ever added to by the code that began it."""
+    digest = hashlib.sha256()
+    for top in CODE:
+        path = root / top
+        files = [path] if path.is_file() else sorted(p for p in path.rglob("*")
+                                                      if p.is_file() and "__pycache__" not in p.parts)
+        for file in files:
+            digest.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def journaled(path: Path) -> Iterator[Dict[str, object]]:
+    """The fleet-days a journal holds (a line torn by a kill is skipped: that fleet-day runs again)."""
+    if not path.exists():
+        return
+    for line in path.read_text().splitlines():
+        try:
+            result = json.loads(line)
+        except ValueError:
+            continue
+        result["combo"] = tuple(result["combo"])
+        yield result
+
+
 def one(combo: Combo) -> Dict[str, object]:
+    started = time.process_time()
+    result = _one(combo)
+    result["cpu_s"] = round(time.process_time() - started, 3)
+    return result
+
+
+def _one(combo: Combo) -> Dict[str, object]:
     from tests.reliability.fault_model import FAULTS, simulate
     from tests.reliability.fault_model_event_driven import PUSH_FAULTS, event_driven_run, split_run
     seed, fleet, faults, how = combo
@@ -101,6 +144,9 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--first-failure", action="store_true", help="stop at the first fleet-day that fails")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--only", choices=KINDS, default="all", help="run one kind of fleet-day only")
+    parser.add_argument("--resume", action="store_true",
+                        help="count the fleet-days this code's journal holds, run the rest, journal them")
+    parser.add_argument("--journals", type=Path, default=JOURNALS, help="where the journals are kept")
     args = parser.parse_args(argv)
     root = _stage()
     try:
@@ -119,20 +165,26 @@ def _run(args: argparse.Namespace, root: Path) -> int:
     totals: Counter = Counter()
     kinds: Counter = Counter()
     failed: List[Dict[str, object]] = []
-    with ProcessPoolExecutor(args.workers, initializer=_importable, initargs=(root,)) as pool:
-        for result in pool.map(one, combos(args.fleet_days, args.only), chunksize=4):
-            totals.update({k: result[k] for k in COUNTED})
-            totals["fleet-days"] += 1
-            if result["problems"]:
-                failed.append(result)
-                kinds.update(p.split(":", 1)[0] for p in result["problems"])  # type: ignore[union-attr]
-                seed, fleet, faults, how = result["combo"]  # type: ignore[misc]
-                how = (f"{how} s" if isinstance(how, int) else "split over two runs" if how == SPLIT
-                       else f"event-driven, {how}")
-                print(f"FAILED seed {seed}, {fleet}, {faults}, {how}: {result['problems'][:2]}", flush=True)
-                if args.first_failure:
-                    pool.shutdown(cancel_futures=True)
-                    break
+    wanted = combos(args.fleet_days, args.only)
+    journal = args.journals / f"{code_version()}.jsonl" if args.resume else None
+    earlier = [r for r in journaled(journal) if r["combo"] in set(wanted)] if journal else []
+    done: Set[Combo] = {r["combo"] for r in earlier}  # type: ignore[misc]
+    if journal:
+        journal.parent.mkdir(parents=True, exist_ok=True)
+        print(f"journal {journal}: {len(done)} of these {len(wanted)} fleet-days already run",
+              flush=True)
+    results = _results(args, root, [c for c in wanted if c not in done], journal)
+    for result in itertools.chain(earlier, results):
+        totals.update({k: result[k] for k in COUNTED})
+        totals["fleet-days"] += 1
+        totals["cpu_s"] += result.get("cpu_s", 0.0)  # type: ignore[arg-type]
+        if result["problems"]:
+            failed.append(result)
+            kinds.update(p.split(":", 1)[0] for p in result["problems"])  # type: ignore[union-attr]
+            print(f"FAILED {_named(result['combo'])}: {result['problems'][:2]}", flush=True)  # type: ignore[index]
+            if args.first_failure:
+                results.close()
+                break
     seconds = time.monotonic() - started
     scheduled = totals['fleet-days'] - totals['event_driven'] - totals['split']
     print(f"{totals['fleet-days']} fleet-days ({scheduled} scheduled every {' or '.join(f'{p} s' for p in PERIODS)}, "
@@ -142,8 +194,34 @@ def _run(args: argparse.Namespace, root: Path) -> int:
           f"exception), {totals['refusals']} cycles refused before acting, {totals['split_refused']} events refused "
           f"in split sets, {totals['taken_as_deleted']} hosts taken as deleted, {totals['pushes']} pushes "
           f"({totals['pushes_refused']} refused, {totals['pushes_dropped']} dropped as replays), {len(failed)} "
-          f"fleet-days with violations {dict(kinds) or ''}, {seconds:.0f} s on {args.workers} workers")
+          f"fleet-days with violations {dict(kinds) or ''}, {seconds:.0f} s on {args.workers} workers"
+          + (f"; {totals['cpu_s'] / 3600:.1f} CPU-hours in all, {len(done)} fleet-days of them from the journal"
+             if journal else ""))
     return 1 if failed else 0
+
+
+def _results(args: argparse.Namespace, root: Path, todo: List[Combo], journal: Optional[Path]
+             ) -> Iterator[Dict[str, object]]:
+    """Each fleet-day's result, in order, as the workers finish them; journaled first (one line, flushed)."""
+    pool = ProcessPoolExecutor(args.workers, initializer=_importable, initargs=(root,))
+    out = journal.open("a") if journal else None
+    try:
+        for result in pool.map(one, todo, chunksize=4):
+            if out:
+                out.write(json.dumps(result) + "\n")
+                out.flush()
+            yield result
+    finally:
+        if out:
+            out.close()
+        pool.shutdown(cancel_futures=True)
+
+
+def _named(combo: Combo) -> str:
+    seed, fleet, faults, how = combo
+    how = (f"{how} s" if isinstance(how, int) else "split over two runs" if how == SPLIT
+           else f"event-driven, {how}")
+    return f"seed {seed}, {fleet}, {faults}, {how}"
 
 
 if __name__ == "__main__":
