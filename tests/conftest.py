@@ -46,10 +46,27 @@ def pytest_unconfigure(config: object) -> None:
     shutil.rmtree(_STAGE_ROOT, ignore_errors=True)
 
 
+# The longest tests (CPU-seconds and wall under load: tools/test_cpu_report.py), started first: in collection order
+# the relay role's two installs began last, 18 minutes into a 2-core make test, and ran alone for 5 minutes more.
+STARTED_FIRST = (
+    "tests/relay/test_event_relay_role.py::test_install_again_check_remove_and_the_installed_relay_runs",
+    "tests/relay/test_event_relay_role.py::test_the_relay_watches_the_state_file_the_cycle_writes_when_the_cycle_runs_with_become",
+    "tests/integration/test_cycle.py::test_watch_walks_three_fault_domains_safely",
+    "tests/integration/test_cycle.py::test_watch_keeps_hosts_that_miss_a_round_and_ends_failed_naming_them",
+    "tests/analysis/test_sample_and_benchmark.py::test_the_month_benchmark_measures_every_step_on_day_files",
+    "tests/integration/test_safety_regressions.py::test_a_short_freeze_over_a_pending_reboot_does_not_undo_the_reboots_drain",
+    "tests/eda/test_rulebook.py::test_relays_and_the_rulebook_prepare_approve_and_recover_and_a_forged_push_approves_nothing",
+    "tests/test_lint.py::test_the_production_profile_passes",
+)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
-    """`--dist loadgroup` (make test) sends each xdist_group to one worker by a suffix on the test's id; a
-    pytest that ignores that suffix would silently build every module fixture once per worker (minutes)."""
+    """The longest tests first (a stable sort: every other test keeps its place). And `--dist loadgroup` (make test)
+    sends each xdist_group to one worker by a suffix on the test's id; a pytest that ignores that suffix would
+    silently build every module fixture once per worker (minutes)."""
+    first = {name: rank for rank, name in enumerate(STARTED_FIRST)}
+    items.sort(key=lambda item: first.get(item.nodeid.split("[")[0].split("@")[0], len(first)))
     if not getattr(config.option, "loadgroup", False):
         return
     lost = [i.nodeid for i in items if i.get_closest_marker("xdist_group") and "@" not in i.nodeid]
