@@ -32,7 +32,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
 JOURNALS = REPO / "build" / "invariants"
-CODE = ("plugins", "roles", "imds_simulator", "tests/reliability/fault_model.py",
+CODE = ("plugins", "roles/maintenance_cycle", "imds_simulator", "tests/reliability/fault_model.py",
         "tests/reliability/fault_model_event_driven.py", "tools/fault_model_run.py",
         "tools/stage_collection.py")  # what a fleet-day's verdict depends on
 COUNTED = ("cycles", "drains", "undrains", "approvals", "kills", "late_drains", "refusals", "event_driven", "split",
