@@ -147,6 +147,8 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--resume", action="store_true",
                         help="count the fleet-days this code's journal holds, run the rest, journal them")
     parser.add_argument("--journals", type=Path, default=JOURNALS, help="where the journals are kept")
+    parser.add_argument("--combo", type=json.loads, default=None,
+                        help='run this one fleet-day only, as a failure prints it: [seed, fleet, faults, how]')
     args = parser.parse_args(argv)
     root = _stage()
     try:
@@ -165,7 +167,7 @@ def _run(args: argparse.Namespace, root: Path) -> int:
     totals: Counter = Counter()
     kinds: Counter = Counter()
     failed: List[Dict[str, object]] = []
-    wanted = combos(args.fleet_days, args.only)
+    wanted = [tuple(args.combo)] if args.combo else combos(args.fleet_days, args.only)  # type: ignore[list-item]
     journal = args.journals / f"{code_version()}.jsonl" if args.resume else None
     earlier = [r for r in journaled(journal) if r["combo"] in set(wanted)] if journal else []
     done: Set[Combo] = {r["combo"] for r in earlier}  # type: ignore[misc]
@@ -182,6 +184,7 @@ def _run(args: argparse.Namespace, root: Path) -> int:
             failed.append(result)
             kinds.update(p.split(":", 1)[0] for p in result["problems"])  # type: ignore[union-attr]
             print(f"FAILED {_named(result['combo'])}: {result['problems'][:2]}", flush=True)  # type: ignore[index]
+            print(f"    COMBO {json.dumps(result['combo'])}", flush=True)  # --combo runs it alone
             if args.first_failure:
                 results.close()
                 break

@@ -22,6 +22,7 @@ VMs at three a day).
 """
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -137,7 +138,16 @@ def caught(root: Path, only: str = "all") -> Tuple[bool, str]:
                            "--first-failure", "--only", only], cwd=root, capture_output=True, text=True)
     found = [line for line in proc.stdout.splitlines() if line.startswith("FAILED")][:1]
     # Caught means a fleet-day broke an invariant; a mutant that crashes the model is not caught, it is broken.
-    return bool(found), (found[0] if found else proc.stdout.strip()[-300:] + proc.stderr.strip()[-300:])
+    if not found:
+        return False, proc.stdout.strip()[-300:] + proc.stderr.strip()[-300:]
+    # And the unmutated code keeps every invariant on that fleet-day: a judge that fails the fixed code too (it
+    # once failed every scheduled fleet-day of seed 1) catches every mutant there, whatever it reverted.
+    combo = re.search(r"^    COMBO (.*)$", proc.stdout, re.M)
+    clean = subprocess.run([sys.executable, "tools/fault_model_run.py", "--combo", combo.group(1) if combo else "null"],
+                           cwd=REPO, capture_output=True, text=True)
+    if clean.returncode != 0 or not combo:
+        return False, f"{found[0]}\n    but the unmutated code fails there too: {clean.stdout.strip()[-300:]}"
+    return True, found[0]
 
 
 def main(argv: List[str]) -> int:

@@ -191,16 +191,23 @@ class FleetRun:
         event = self.truth(event_id)
         return event.status in ("Scheduled", "Started") and vm.lower() in {r.lower() for r in event.resources}
 
+    def exists(self, vm: str) -> bool:
+        """Whether the VM is one of the fleet's and not deleted (by its own Preempt or Terminate) by now."""
+        self.engine.advance_to(self.now)
+        state = self.engine.vm_state(vm)
+        return state is not None and (state.deleted_at is None or state.deleted_at > self.now)
+
     def busy_domains(self) -> Set[Tuple[str, str, int]]:
-        """Fault domains with a drained VM or a VM in a Started event."""
-        busy = {self.domain(vm) for vm, events in self.ledger.drained_for.items() if events}
+        """Fault domains with a drained VM or a VM in a Started event. A deleted VM is in no fault domain: it is
+        gone, drained or not (its drain is never undone, and its event may stay Started a while after)."""
+        busy = {self.domain(vm) for vm, events in self.ledger.drained_for.items() if events and self.exists(vm)}
         for event in self.engine.active:
             if event.status == "Started":
-                busy |= {self.domain(vm) for vm in event.resources if self.engine.vm_state(vm)}
+                busy |= {self.domain(vm) for vm in event.resources if self.exists(vm)}
         return busy
 
     def listed_domains(self, event_id: str) -> Set[Tuple[str, str, int]]:
-        return {self.domain(vm) for vm in self.truth(event_id).resources if self.engine.vm_state(vm)}
+        return {self.domain(vm) for vm in self.truth(event_id).resources if self.exists(vm)}
 
     def over_limit(self, new: Set[Tuple[str, str, int]], event_id: str) -> List[Tuple[str, str, int]]:
         """The busy domains of the same sets, when `new` brings a domain into maintenance beyond the limit."""

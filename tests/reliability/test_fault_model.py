@@ -65,6 +65,16 @@ def test_a_set_split_over_two_runs_is_refused_by_both_and_keeps_the_limit(faults
     assert run.split_refused > 0, "both runs saw the set split"
 
 
+def test_a_vm_deleted_by_its_own_eviction_is_in_no_fault_domain_for_the_judge() -> None:
+    """Seed 1, no faults: a Spot VM prepared for its Preempt and deleted by it was never undrained (no VM to recover)
+    and its event stayed Started a while. The judge counted its fault domain in maintenance for good, while the plan
+    rightly took the VM as deleted: every scheduled fleet-day of seed 1 broke over_the_limit, and a mutant run on
+    every kind of fleet-day was "caught" at seed 1 whatever it reverted. The judge now leaves deleted VMs out."""
+    run = simulate(1, FAULTS["none"], 60, fleet="one set")
+    assert run.verdict.problems == [], json.dumps(run.verdict.problems[:4], indent=1, default=str)
+    assert run.taken_as_deleted > 0, "the fleet-day has VMs deleted by their own eviction"
+
+
 def test_a_drain_merely_begun_licenses_no_event_to_join_its_domain() -> None:
     """Seed 29 of make invariant-mutants with the rule reverted (the first of 749 fleet-days to fail, at 1c73b9a with
     kills while prepare tasks run): a run killed after its write-ahead and before its drain left fault domain 0 begun
