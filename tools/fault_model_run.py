@@ -147,7 +147,7 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--resume", action="store_true",
                         help="count the fleet-days this code's journal holds, run the rest, journal them")
     parser.add_argument("--journals", type=Path, default=JOURNALS, help="where the journals are kept")
-    parser.add_argument("--combo", type=json.loads, default=None,
+    parser.add_argument("--combo", type=_combo, default=None,
                         help='run this one fleet-day only, as a failure prints it: [seed, fleet, faults, how]')
     args = parser.parse_args(argv)
     root = _stage()
@@ -218,6 +218,14 @@ def _results(args: argparse.Namespace, root: Path, todo: List[Combo], journal: O
         if out:
             out.close()
         pool.shutdown(cancel_futures=True)
+
+
+def _combo(text: str) -> Combo:
+    """--combo's value: the JSON list a failure prints, [seed, fleet, faults, how]."""
+    value = json.loads(text)
+    if not (isinstance(value, list) and len(value) == 4):
+        raise argparse.ArgumentTypeError("a fleet-day is [seed, fleet, faults, how], as a failure prints it")
+    return tuple(value)  # type: ignore[return-value]
 
 
 def _named(combo: Combo) -> str:
