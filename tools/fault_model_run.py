@@ -169,7 +169,8 @@ def _run(args: argparse.Namespace, root: Path) -> int:
     failed: List[Dict[str, object]] = []
     wanted = [tuple(args.combo)] if args.combo else combos(args.fleet_days, args.only)  # type: ignore[list-item]
     journal = args.journals / f"{code_version()}.jsonl" if args.resume else None
-    earlier = [r for r in journaled(journal) if r["combo"] in set(wanted)] if journal else []
+    wanted_set = set(wanted)
+    earlier = [r for r in journaled(journal) if r["combo"] in wanted_set] if journal else []
     done: Set[Combo] = {r["combo"] for r in earlier}  # type: ignore[misc]
     if journal:
         journal.parent.mkdir(parents=True, exist_ok=True)

@@ -90,7 +90,7 @@ def update(text: Optional[str], seen: Dict[str, Any], now: datetime, max_age_hou
 
 def file_text(vms: Dict[str, Dict[str, Any]], outside: Dict[str, Dict[str, str]]) -> str:
     """The file: one VM a line (a person greps it), each line written by json's C encoder. An indented dump goes
-    through the pure-Python one, which was half of a cycle's time in the fault model (`make invariants`)."""
+    through the pure-Python one, which was a third of a scheduled fleet-day in the fault model (`make invariants`)."""
     entries = ",\n".join(" %s: %s" % (json.dumps(host), json.dumps(vms[host], sort_keys=True)) for host in sorted(vms))
     head = '{"version": %s, "outside": %s, "vms": {' % (json.dumps(VERSION), json.dumps(outside, sort_keys=True))
     return head + ("\n%s\n" % entries if entries else "") + "}}\n"

@@ -192,14 +192,15 @@ class FleetRun:
         return event.status in ("Scheduled", "Started") and vm.lower() in {r.lower() for r in event.resources}
 
     def exists(self, vm: str) -> bool:
-        """Whether the VM is one of the fleet's and not deleted (by its own Preempt or Terminate) by now."""
-        self.engine.advance_to(self.now)
+        """Whether the VM is one of the fleet's and not deleted (by its own Preempt or Terminate) by now; the
+        engine advanced to now by the caller, once."""
         state = self.engine.vm_state(vm)
         return state is not None and (state.deleted_at is None or state.deleted_at > self.now)
 
     def busy_domains(self) -> Set[Tuple[str, str, int]]:
         """Fault domains with a drained VM or a VM in a Started event. A deleted VM is in no fault domain: it is
         gone, drained or not (its drain is never undone, and its event may stay Started a while after)."""
+        self.engine.advance_to(self.now)
         busy = {self.domain(vm) for vm, events in self.ledger.drained_for.items() if events and self.exists(vm)}
         for event in self.engine.active:
             if event.status == "Started":
@@ -207,6 +208,7 @@ class FleetRun:
         return busy
 
     def listed_domains(self, event_id: str) -> Set[Tuple[str, str, int]]:
+        self.engine.advance_to(self.now)
         return {self.domain(vm) for vm in self.truth(event_id).resources if self.exists(vm)}
 
     def over_limit(self, new: Set[Tuple[str, str, int]], event_id: str) -> List[Tuple[str, str, int]]:
