@@ -16,6 +16,7 @@ TESTED_ELSEWHERE: Dict[str, Tuple[str, List[str]]] = {
     "action/scheduled_events_claim.py": ("CycleBench", ["tests/windows/test_windows_hosts.py"]),
     "action/scheduled_events_info.py": ("info(", ["tests/windows/test_windows_hosts.py"]),
     "action/scheduled_events_lock.py": ("CycleBench", ["tests/windows/test_windows_hosts.py"]),
+    "action/relay_code.py": ("relay_code", ["tests/relay/test_event_relay_role.py"]),
     "action/vm_memory.py": ("vm_memory", ["tests/unit/plugins/plugin_utils/test_vm_memory.py"]),
     "callback/scheduled_events_history.py": ("scheduled_events_history", ["tests/history/test_history_callback.py"]),
     "filter/manual_approval.py": ("manual_approval", ["tests/unit/plugins/module_utils/document/test_approval.py"]),
@@ -36,6 +37,7 @@ TESTED_ELSEWHERE: Dict[str, Tuple[str, List[str]]] = {
     "module_utils/tasks/state_file.py": ("scheduled_events_state", ["tests/unit/plugins/modules/test_scheduled_events_state.py"]),
     "module_utils/tasks/state_reader.py": ("state_path", ["tests/unit/plugins/modules/test_scheduled_events_info.py"]),
     "modules/controller_lock.py": ("controller_lock", ["tests/reliability/test_concurrency.py"]),
+    "modules/relay_code.py": ("relay_code", ["tests/relay/test_event_relay_role.py"]),
     "modules/vm_memory.py": ("vm_memory", ["tests/unit/plugins/plugin_utils/test_vm_memory.py"]),
 }
 

@@ -1,5 +1,6 @@
 """The event_relay role: real ansible-playbook runs with a local connection into a temporary root, and the tree it
-lays down run as the service would run it, on an interpreter without Ansible, against the simulator.
+lays down (the relay_code action's one archive) run as the service would run it, on an interpreter without Ansible,
+against the simulator.
 
 Three playbook runs: install (with a Windows host and a host without a token, which both stop before any change);
 install again in one play and remove in check mode in the next (no change, nothing touched); remove. No systemd runs
@@ -16,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import zipfile
 from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Set, Tuple
@@ -30,6 +32,7 @@ from tests.integration.runner import RECAP, WINDOWS_DOUBLE
 from tests.live_fleet import LiveFleet
 from tests.relay.test_relay_process import PLAIN_PYTHON, TOKEN, Receiver
 from tests.timing import wait_for
+from tests.unit.plugins.plugin_utils.test_relay_code import relay_imports
 
 REPO = Path(__file__).resolve().parents[2]
 ROLE = REPO / "roles" / "event_relay"
@@ -41,32 +44,6 @@ FQCN = "azure_imds.scheduled_events.event_relay"
 VM_DIRS = ("etc/systemd/system", "opt", "var/lib")
 # sudo to root, as far as where a module expands ~ goes (no root here): HOME becomes the become user's
 BECOME_DOUBLE = REPO / "tests" / "doubles" / "become_plugins"
-
-
-def relay_imports() -> Set[str]:
-    """relay_program and the module_utils it imports, transitively, as paths under module_utils."""
-    found: Set[str] = set()
-    todo = ["relay.relay_program"]
-    while todo:
-        name = todo.pop()
-        if name in found:
-            continue
-        found.add(name)
-        for node in ast.walk(ast.parse((MODULE_UTILS / f"{name.replace('.', '/')}.py").read_text())):
-            modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
-                [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            todo += [m[len(PACKAGE) + 1:] for m in modules if m.startswith(PACKAGE + ".")]
-    return {f"{name.replace('.', '/')}.py" for name in found}
-
-
-def relay_folders() -> Set[str]:
-    """The concept folders the relay's code lives in: the role installs them whole."""
-    return {name.split("/")[0] for name in relay_imports()}
-
-
-def test_the_role_installs_the_folders_of_the_relays_code() -> None:
-    role_vars = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
-    assert sorted(role_vars["event_relay_code_folders"]) == sorted(relay_folders())
 
 
 def test_the_configuration_is_the_relays_settings_with_its_defaults_and_every_variable_is_documented() -> None:
@@ -191,19 +168,19 @@ def _install(bench: RoleBench) -> None:
     assert "RUNNING HANDLER [azure_imds.scheduled_events.event_relay : Restart the event relay]" in run.stdout
 
     paths = RoleBench.paths(bench.root)
-    package = Path(paths["event_relay_prefix"]) / "lib" / PACKAGE.replace(".", "/")
+    lib = Path(paths["event_relay_prefix"]) / "lib"
     config_dir, state_dir = Path(paths["event_relay_config_dir"]), Path(paths["event_relay_state_dir"])
-    code = {str(p.relative_to(package)): p for p in package.rglob("*") if p.is_file()}
-    shipped = {str(p.relative_to(MODULE_UTILS)) for folder in relay_folders() for p in (MODULE_UTILS / folder).glob("*.py")}
-    assert relay_imports() <= shipped
-    assert set(code) == shipped | {"__init__.py"} | {f"{folder}/__init__.py" for folder in relay_folders()}
-    for name in shipped:
-        assert code[name].read_bytes() == (MODULE_UTILS / name).read_bytes(), f"{name} is the collection's own"
-    for level in [*(package / f for f in relay_folders()), package, *list(package.parents)[:4]]:
-        init = level / "__init__.py"
-        assert init.read_text() == "" and _mode(init) == 0o644, "each level a regular package"
-    assert all(_mode(p) == 0o644 for p in code.values()) and _mode(package) == 0o755
-    assert all(_mode(package / folder) == 0o755 for folder in relay_folders())
+    assert sorted(p.name for p in lib.iterdir()) == ["relay.zip"], "one archive, nothing beside it"
+    assert _mode(lib / "relay.zip") == 0o644 and _mode(lib) == 0o755
+    root = PACKAGE.replace(".", "/")
+    with zipfile.ZipFile(lib / "relay.zip") as bundle:
+        code = {name: bundle.read(name) for name in bundle.namelist()}
+    levels = {str(Path(root, name).parent) for name in relay_imports()}
+    levels |= {str(parent) for level in levels for parent in Path(level).parents if str(parent) != "."}
+    assert set(code) == {f"{root}/{name}" for name in relay_imports()} | {f"{level}/__init__.py" for level in levels}
+    for name in relay_imports():
+        assert code[f"{root}/{name}"] == (MODULE_UTILS / name).read_bytes(), f"{name} is the collection's own"
+    assert all(code[f"{level}/__init__.py"] == b"" for level in levels), "each level a regular package"
     assert _mode(state_dir) == 0o700 and _mode(config_dir / "relay.json") == 0o600
     assert _mode(config_dir / "token") == 0o600
     assert (config_dir / "token").read_bytes() == relay_key(TOKEN, bench.vm) + b"\n", "the VM's own key"
@@ -224,7 +201,7 @@ def _install(bench: RoleBench) -> None:
     service = dict(unit["Service"])
     environment = [value for key, value in unit["Service"] if key == "Environment"]
     assert service["ExecStart"] == f"{PLAIN_PYTHON} -m {PACKAGE}.relay.relay_program {config_dir / 'relay.json'}"
-    assert f"PYTHONPATH={Path(paths['event_relay_prefix']) / 'lib'}" in environment
+    assert f"PYTHONPATH={Path(paths['event_relay_prefix']) / 'lib' / 'relay.zip'}" in environment
     assert service["Restart"] == "always" and service["User"] == getpass.getuser()
     assert service["RestartPreventExitStatus"] == "2", "a configuration error is said once, not in a restart loop"
     assert service["ProtectSystem"] == "strict" and service["ProtectHome"] == "read-only", "the cycle state is readable"

@@ -1,0 +1,73 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to azure_imds.scheduled_events
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The event relay's code as one archive: relay_program and what it imports from this collection, transitively.
+
+Pure: the action plugin (plugins/action/relay_code.py) reads the files and copies the archive. One archive, not one
+file per module: the role installed about thirty files with a copy task each (two module calls a file, on every
+run); the archive is one copy, and Python imports from it as from a directory (zipimport).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import zipfile
+from typing import Callable, Dict, List, Mapping
+
+PACKAGE = "ansible_collections.azure_imds.scheduled_events.plugins.module_utils"
+ENTRY = "relay.relay_program"
+# A fixed date for every member: the same code gives the same bytes, so a second install changes nothing.
+_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+def imported(source: str) -> List[str]:
+    """The module_utils this source imports, as names under PACKAGE ("relay.relay"), lazy imports included."""
+    names: List[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            modules = [node.module or ""]
+        elif isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        else:
+            continue
+        names += [m[len(PACKAGE) + 1:] for m in modules if m.startswith(PACKAGE + ".")]
+    return names
+
+
+def closure(read: Callable[[str], str], entry: str = ENTRY) -> List[str]:
+    """The paths under module_utils ("relay/relay_program.py") of `entry` and all it imports, transitively;
+    `read` gives a path's source."""
+    found: Dict[str, None] = {}
+    todo = [entry]
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        found[name] = None
+        todo += imported(read(path_of(name)))
+    return sorted(path_of(name) for name in found)
+
+
+def path_of(name: str) -> str:
+    return name.replace(".", "/") + ".py"
+
+
+def archive(files: Mapping[str, bytes]) -> bytes:
+    """A zip of `files` (paths under module_utils) under the package's path, with an empty __init__.py at every
+    level: each a regular package, so that no other ansible_collections directory on the VM can stand in for it."""
+    root = PACKAGE.replace(".", "/")
+    members: Dict[str, bytes] = {}
+    for path, content in files.items():
+        members[root + "/" + path] = content
+        parts = (root + "/" + path).split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            members.setdefault("/".join(parts[:depth]) + "/__init__.py", b"")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as bundle:
+        for name in sorted(members):
+            info = zipfile.ZipInfo(name, date_time=_EPOCH)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            bundle.writestr(info, members[name])
+    return buffer.getvalue()
