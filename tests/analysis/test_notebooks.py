@@ -67,13 +67,8 @@ def test_each_notebook_runs_on_the_sample_and_shows_it_is_simulated(notebook: Pa
         assert images_in(executed) >= 1
     if notebook.stem == "durations":  # the sample's live migrations against the published pause (impact_check)
         assert "published_typical_s" in output and "typical" in output
-
-
-def test_the_serialisation_notebook_reports_the_walk_and_no_overlap(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    notebook = REPO / "notebooks" / "fault_domain_serialisation.ipynb"
-    output = text_of(execute(notebook, tmp_path / "fd.ipynb", monkeypatch, history=str(SAMPLE)))
-    assert "0 -> 1 -> 2" in output and "no overlap between fault domains" in output.lower()
+    if notebook.stem == "fault_domain_serialisation":  # the sample's walk, one fault domain after the other
+        assert "0 -> 1 -> 2" in output and "no overlap between fault domains" in output.lower()
 
 
 def test_the_notice_notebook_flags_short_notice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -108,23 +103,18 @@ def test_the_reaction_notebook_shows_each_way_of_running_and_the_late_preparatio
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
-def test_each_notebook_runs_on_relay_histories_mixed_with_a_cycles_capture(notebook: Path, tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    executed = execute(notebook, tmp_path / notebook.name, monkeypatch, history=str(RELAY_CAPTURE))
-    output = text_of(executed)
-    assert "SIMULATED" in output and "change-only" in output, "the relays' series are said to be change-only"
-    if notebook.stem == "reaction":
-        assert re.search(r"event-driven\s+Preempt", output) and re.search(r"watch\s+Preempt", output)
-        assert images_in(executed) == 1
-
-
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
-def test_each_notebook_says_the_same_of_a_partitioned_history(notebook: Path, tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """A folder from `python -m event_analysis partition`, read part by part, gives every table and sentence
-    the file itself gives (the relays' and cycles' capture, on 5 parts)."""
+def test_each_notebook_reads_the_relays_capture_and_says_the_same_of_it_part_by_part(
+        notebook: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Relay histories mixed with a cycles' capture: the relays' series are said to be change-only. And a folder
+    from `python -m event_analysis partition`, read part by part, gives every table and sentence the file itself
+    gives (on 5 parts)."""
     ea.partition_history(str(RELAY_CAPTURE), tmp_path / "parts", parts=5)
-    as_file = text_of(execute(notebook, tmp_path / "file.ipynb", monkeypatch, history=str(RELAY_CAPTURE)))
+    whole = execute(notebook, tmp_path / "file.ipynb", monkeypatch, history=str(RELAY_CAPTURE))
+    as_file = text_of(whole)
+    assert "SIMULATED" in as_file and "change-only" in as_file, "the relays' series are said to be change-only"
+    if notebook.stem == "reaction":
+        assert re.search(r"event-driven\s+Preempt", as_file) and re.search(r"watch\s+Preempt", as_file)
+        assert images_in(whole) == 1
     as_parts = text_of(execute(notebook, tmp_path / "parts.ipynb", monkeypatch, history=str(tmp_path / "parts")))
     assert "read part by part: 5 parts" in as_parts
 
