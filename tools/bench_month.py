@@ -1,7 +1,7 @@
 """Benchmark: a month of one-second relay histories of 2,000 VMs, from generation to the notebooks.
 
     python tools/bench_month.py [--days 30] [--vms-per-set 100] [--sets 20] [--parts 16] [--no-whole]
-                                [--no-notebooks]
+                                [--no-notebooks | --notebooks NAME,...]
 
 1. Generates (or reuses, in build/bench-month/, when the same parameters made it: delete the folder after
    changing the simulator) a simulated change-only history as the event relays of the
@@ -16,7 +16,8 @@
                      notebooks compute), one part in memory at a time;
      * whole:        open_history on the day files at once + the same (the unpartitioned way; --no-whole skips
                      it);
-     * each notebook, executed by papermill on the parts (its kernel's memory included).
+     * each notebook (or those --notebooks names), executed by papermill on the parts (its kernel's memory
+       included).
 Prints the figures as a table with the command that reproduces them.
 """
 from __future__ import annotations
@@ -201,10 +202,16 @@ def main() -> int:
     parser.add_argument("--parts", type=int, default=16)
     parser.add_argument("--no-whole", action="store_true", help="skip reading the month unpartitioned")
     parser.add_argument("--no-notebooks", action="store_true", help="skip executing the notebooks")
+    parser.add_argument("--notebooks", default=",".join(NOTEBOOKS), help="the notebooks to execute, by name")
     parser.add_argument("--folder", default=str(REPO / "build" / "bench-month"))
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     args = parser.parse_args()
     folder = Path(args.folder)
+    notebooks = [name for name in args.notebooks.split(",") if name]
+    unknown = sorted(set(notebooks) - set(NOTEBOOKS))
+    if unknown:
+        parser.error(f"--notebooks names {', '.join(unknown)}, which is no notebook; the notebooks are "
+                     f"{', '.join(NOTEBOOKS)}.")
     if args.measure:
         measure_here(args.measure, folder, args.parts)
         return 0
@@ -221,7 +228,7 @@ def main() -> int:
           f"{' (reused from an earlier run)' if month.get('reused') else ''}, generator peak "
           f"{month.get('generate_peak_mib', made['peak_mib']):.0f} MiB")
     steps = ["plain-parse", "partition", "part-by-part"] + ([] if args.no_whole else ["whole"])
-    steps += [] if args.no_notebooks else [f"notebook:{name}" for name in NOTEBOOKS]
+    steps += [] if args.no_notebooks else [f"notebook:{name}" for name in NOTEBOOKS if name in notebooks]
     rows = []
     for step in steps:
         figures = measure(step, folder, args.parts)
