@@ -109,9 +109,10 @@ bench-cycle: $(STAMP)
 	$(PY) tools/bench_quiet_cycle.py --hosts 100 --rounds 3
 	$(PY) tools/bench_busy_cycle.py --hosts 200 --rounds 3 --baseline $(BENCH_BASELINE)
 
-# Event-driven reaction (relays + ansible-rulebook) at 50 and 200 simulated VMs, and the watch playbook on
-# the same 50 VMs, in one run; figures to docs/benchmarks.md (about 20 minutes; needs Java 17+).
-# BENCH_REACTION_ARGS="--sizes 5 --events 2 --no-watch --report ''" for a quick try.
+# Event-driven reaction (relays + ansible-rulebook) at 50 and 200 simulated VMs by the event's shape (a whole
+# fault domain, one VM, a burst of Spot evictions), and the watch playbook on the same 50 VMs, in one run; figures
+# to docs/benchmarks.md (needs Java 17+). BENCH_REACTION_ARGS="--sizes 6 --events 1 --burst 2 --no-watch
+# --report ''" for a quick try (two minutes).
 # Then the relay's fast path on 100 Spot VMs: how soon each VM's local command starts after its Preempt appears.
 bench-reaction: $(STAMP)
 	$(PY) tools/bench_reaction.py $(BENCH_REACTION_ARGS)

@@ -82,7 +82,6 @@ def relays(work: Path, fleet: LiveFleet, sink: Sink) -> List[Relay]:
 
 def measure(vms: int, window_s: float, seed: int, work: Path) -> Dict[str, Any]:
     collections = environment(work)
-    sys.path.insert(0, str(collections))  # the relays' code, for relay_key
     out = work / "ran"
     out.mkdir()
     os.environ["FAST_PATH_OUT"] = str(out)  # the relays pass their environment to the command

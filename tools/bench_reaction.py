@@ -1,25 +1,30 @@
-"""`make bench-reaction`: event-driven reaction (relays + ansible-rulebook) at 50 and 200 VMs, and the
-watch playbook on the same 50-VM fleet, measured side by side in one run.
+"""`make bench-reaction`: event-driven reaction (relays + ansible-rulebook) at 50 and 200 VMs by the size and
+shape of what happens, and the watch playbook on the same 50-VM fleet, measured side by side in one run.
 
-Per fleet size N (time scale 1, an availability set of N VMs served by the simulator on 127.0.0.1):
-- event-driven: a relay process per VM (poll_interval 1.0 s, heartbeat 30 s) on its VM's IMDS root, the
-  real `ansible-rulebook -r azure_imds.scheduled_events.scheduled_events` with --vars (token_file,
-  listen_port, expected_hosts, prepare_tasks, recover_tasks: the test log tasks). Events are injected ONE
-  AT A TIME: the next one 15 s after the previous one's first prepare (or after its deadline);
-- watch (50 VMs only; --no-watch skips it): `azure_imds.scheduled_events.watch` with as many forks as
-  hosts; the same event mix injected as a STREAM, one every 10 s (a watch round takes longer than that,
-  so one-at-a-time would only make the run longer without changing what a round sees).
-Event mix: half Preempt (30 s notice), half Reboot (900 s notice), one VM each, all in fault domain 0
-(so that the fault-domain limit never defers a host and each reaction is the path's own).
+Per fleet size N (time scale 1, an availability set of N VMs in 3 fault domains, served by the simulator on
+127.0.0.1), event-driven: a relay process per VM (poll_interval 1.0 s, heartbeat 30 s) on its VM's IMDS root, the
+real `ansible-rulebook -r azure_imds.scheduled_events.scheduled_events` with --vars (token_file, listen_port,
+expected_hosts, prepare_tasks, recover_tasks: the test log tasks), forks = the rulebook's default. Shapes, in this
+order on the same relays and rulebook (each wave settles, and 15 s pass, before the next):
+- fault-domain: a Platform Reboot (900 s notice) of every VM of fault domain 0 (a third of the set), one at a time;
+- one-vm: half Preempt (30 s notice), half Reboot (900 s), one VM of fault domain 0 each, one at a time (the
+  fault-domain limit never defers one: each reaction is the path's own);
+- burst: a mass Spot eviction, --burst one-VM Preempts injected within one second, 30 s notice each, on VMs no
+  earlier shape used, of every fault domain;
+- burst-short: the same with notices drawn from 5 to 30 s (Spot often goes sooner than its nominal 30 s).
+The watch (50 VMs only; --no-watch skips it): `azure_imds.scheduled_events.watch` with as many forks as hosts; the
+one-vm mix injected as a STREAM, one every 10 s (a watch round takes longer than that, so one-at-a-time would only
+make the run longer without changing what a round sees).
 
-Figures, from the simulator's ground truth and the prepare log: reaction = event appears in the
-simulator (`appeared_at`) -> first prepare start, per event (median, p95); Preempt prepared before
-NotBefore (%); missed (never prepared within the run); controller CPU-seconds per event (the rulebook's
-process tree: own + reaped children's CPU from /proc, measured from just before the first event to just
-after the last one's deadline, heartbeats included); relay max RSS and mean CPU % of one core.
+Figures, from the simulator's ground truth and the prepare log, per event: first prepare = the event appears in the
+simulator (`appeared_at`) -> the first of its VMs' prepares starts; last prepare = -> the last of its listed VMs'
+prepares starts (all prepared, else n/a); Preempt prepared before NotBefore (%, its eviction); missed (never
+prepared within the run); controller CPU-seconds per event (the rulebook's process tree: own + reaped children's
+CPU from /proc, over the shape's events, heartbeats included); relay max RSS and mean CPU % of one core.
 
-    python tools/bench_reaction.py [--sizes 50,200] [--events 6] [--no-watch] [--report docs/benchmarks.md]
-Quick try: python tools/bench_reaction.py --sizes 5 --events 2 --no-watch --report ''
+    python tools/bench_reaction.py [--sizes 50,200] [--events 6] [--shapes fault-domain,one-vm,burst,burst-short]
+                                   [--burst 50] [--no-watch] [--report docs/benchmarks.md]
+Quick try: python tools/bench_reaction.py --sizes 6 --events 2 --burst 3 --no-watch --report ''
 Every wait is bounded; --max-minutes bounds the whole run; processes are killed (whole trees) on any exit.
 """
 from __future__ import annotations
@@ -27,6 +32,8 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import random
+import shlex
 import shutil
 import signal
 import statistics
@@ -55,6 +62,9 @@ WORK = REPO / "build" / "bench-reaction"
 REPORT = REPO / "docs" / "benchmarks.md"
 SECTION = "## Event-driven reaction (`make bench-reaction`)"
 NOTICE = {"Preempt": 30, "Reboot": 900}
+SHAPES = ("fault-domain", "one-vm", "burst", "burst-short")  # the order they run in on one fleet
+BURST_SHORT_NOTICE_S = (5, 30)
+Wave = List[Dict[str, Any]]  # event specs injected together
 EDA_GAP_S = 15.0      # after an event's first prepare (event-driven), before the next event
 WATCH_GAP_S = 10.0    # between two events of the watch's stream
 WAIT_PREPARE_S = 240  # how long an event may wait for its first prepare (a Preempt: until it is gone);
@@ -91,46 +101,81 @@ def victims(fleet: LiveFleet, count: int) -> List[str]:
     return fd0[::step][:count]
 
 
-def inject(fleet: LiveFleet, kind: str, vm: str, n: int) -> str:
-    (event_id,) = fleet.inject({"key": f"bench-{n}", "type": kind, "notice_s": NOTICE[kind],
-                                "resources": {"names": [vm]}})
+def waves(shape: str, fleet: LiveFleet, events: int, burst: int, used: List[str], seed: int = 7) -> List[Wave]:
+    """One shape's events, as waves: the events of a wave are injected together, and a wave settles before the
+    next. `used`: VMs an earlier shape evicted or listed one-VM events on (a burst takes none of them)."""
+    if shape == "fault-domain":
+        return [[{"type": "Reboot", "source": "Platform", "notice_s": NOTICE["Reboot"],
+                  "resources": {"fault_domain": 0}}] for _ in range(events)]
+    if shape == "one-vm":
+        return [[{"type": kind, "notice_s": NOTICE[kind], "resources": {"names": [vm]}}]
+                for kind, vm in zip(event_mix(events), victims(fleet, events))]
+    free = [vm for vm in fleet.vms if vm not in used]
+    if len(free) < burst:
+        raise SystemExit(f"a burst of {burst} needs {burst} VMs no earlier shape used; the fleet has {len(free)}")
+    step = max(1, len(free) // burst)  # every fault domain, as an eviction takes them
+    rng = random.Random(seed)
+    notices = [NOTICE["Preempt"] if shape == "burst" else rng.randint(*BURST_SHORT_NOTICE_S) for _ in range(burst)]
+    return [[{"type": "Preempt", "notice_s": notice, "resources": {"names": [vm]}}
+             for notice, vm in zip(notices, free[::step][:burst])]]
+
+
+def inject(fleet: LiveFleet, spec: Dict[str, Any], n: int) -> str:
+    (event_id,) = fleet.inject(dict(spec, key=f"bench-{n}"))
     return event_id
 
 
-def first_prepare(bench: CycleBench, event_id: str) -> Optional[float]:
-    times = [a["at"] for a in bench.actions("prepare") if str(a["event_id"]).upper() == event_id.upper()]
-    return min(times) if times else None
+def prepares_of(bench: CycleBench, event_id: str) -> Dict[str, float]:
+    """Each host's first prepare start for this event."""
+    found: Dict[str, float] = {}
+    for action in bench.actions("prepare"):
+        if str(action["event_id"]).upper() == event_id.upper():
+            found[action["host"]] = min(found.get(action["host"], action["at"]), action["at"])
+    return found
 
 
 def settled(fleet: LiveFleet, bench: CycleBench, event_id: str) -> bool:
-    """Prepared, or gone (a Preempt that ran out), or past its NotBefore: waiting longer would not help."""
-    if first_prepare(bench, event_id) is not None:
-        return True
+    """Every listed VM prepared, or the event gone (a Preempt that ran out), or past its NotBefore: waiting longer
+    would not help."""
     for event in fleet.truth():
         if event["event_id"] == event_id:
+            if set(event["resources"]) <= set(prepares_of(bench, event_id)):
+                return True
             return event["removed_at"] is not None or (epoch(event["not_before"]) or 0) + 10 < time.time()
     return False
 
 
+def event_row(event: Dict[str, Any], prepares: Dict[str, float]) -> Dict[str, Any]:
+    """One event's figures from the simulator's summary of it and its hosts' first prepare starts (epoch s)."""
+    appeared, not_before = epoch(event["appeared_at"]), epoch(event["not_before"])
+    listed = [prepares[vm] for vm in event["resources"] if vm in prepares]
+    complete = len(listed) == len(event["resources"]) and bool(listed)
+    return {"event_id": event["event_id"], "type": event["event_type"], "vms": len(event["resources"]),
+            "prepared_vms": len(listed), "appeared_at": appeared, "not_before": not_before,
+            "first_s": min(listed) - appeared if listed else None,
+            "last_s": max(listed) - appeared if complete else None,
+            "before_not_before": complete and not_before is not None and max(listed) < not_before,
+            "start_reason": event["start_reason"]}
+
+
+def figures(rows: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """A shape's figures: first and last prepare (median, p95), Preempts prepared before their eviction, missed."""
+    first = [r["first_s"] for r in rows if r["first_s"] is not None]
+    last = [r["last_s"] for r in rows if r["last_s"] is not None]
+    preempts = [r for r in rows if r["type"] == "Preempt"]
+    return {"events": len(rows), "vms": sum(r["vms"] for r in rows),
+            "first_median": statistics.median(first) if first else None,
+            "first_p95": percentile(first, 0.95) if first else None,
+            "last_median": statistics.median(last) if last else None,
+            "last_p95": percentile(last, 0.95) if last else None,
+            "preempts": len(preempts), "preempt_in_time": sum(1 for r in preempts if r["before_not_before"]),
+            "missed": [f"{r['event_id'][:8]} ({r['type']})" for r in rows if r["prepared_vms"] < r["vms"]]}
+
+
 def outcomes(fleet: LiveFleet, bench: CycleBench, ids: List[str]) -> Dict[str, Any]:
     truth = {e["event_id"]: e for e in fleet.truth()}
-    reactions, preempts, preempt_in_time, missed = [], 0, 0, []
-    rows = []
-    for event_id in ids:
-        event = truth[event_id]
-        prepared = first_prepare(bench, event_id)
-        appeared, not_before = epoch(event["appeared_at"]), epoch(event["not_before"])
-        if prepared is None:
-            missed.append(f"{event_id[:8]} ({event['event_type']})")
-        else:
-            reactions.append(prepared - appeared)
-        if event["event_type"] == "Preempt":
-            preempts += 1
-            preempt_in_time += prepared is not None and not_before is not None and prepared < not_before
-        rows.append({"event_id": event_id, "type": event["event_type"], "appeared_at": appeared,
-                     "not_before": not_before, "prepared_at": prepared, "start_reason": event["start_reason"]})
-    return {"reactions": reactions, "preempts": preempts, "preempt_in_time": preempt_in_time,
-            "missed": missed, "events": rows}
+    rows = [event_row(truth[event_id], prepares_of(bench, event_id)) for event_id in ids]
+    return dict(figures(rows), rows=rows)
 
 
 # --- runs ------------------------------------------------------------------------------------------
@@ -139,6 +184,7 @@ def outcomes(fleet: LiveFleet, bench: CycleBench, ids: List[str]) -> Dict[str, A
 class Result:
     way: str
     size: int
+    shape: str
     found: Dict[str, Any]
     controller_cpu_s: Optional[float] = None
     relay_rss_mib: Optional[float] = None
@@ -147,39 +193,50 @@ class Result:
     histories: List[Path] = field(default_factory=list)   # what the run recorded (cycles' callback, relays)
 
 
-def run_eda(size: int, events: int, collections: Path) -> Result:
+def run_eda(size: int, shapes: List[str], events: int, burst: int, collections: Path,
+            results: List[Result]) -> None:
+    """Each shape on one fleet of `size` VMs, its Result appended to `results` as it ends (kept if a later one
+    runs out of time)."""
     fleet = LiveFleet(None, time_scale=1.0, fleet=FleetSpec(name=f"avset-eda-{size}", vms=size, fault_domains=3))
     run = RelayFleet(WORK / f"eda-{size}", fleet, collections, wait_for, capture=True)
+    mine: List[Result] = []
+    used: List[str] = []
+    n = 0
     try:
         run.start()
         bench = run.bench
-        print(f"  event-driven, {size} VMs: rulebook and {len(run.relays)} relays up; injecting {events} events",
-              flush=True)
-        relay_cpu0 = run.relay_cpu()
-        cpu0, wall0 = run.controller_cpu(), time.monotonic()
-        max_rss = 0.0
-        ids: List[str] = []
-        for n, (kind, vm) in enumerate(zip(event_mix(events), victims(fleet, events))):
-            event_id = inject(fleet, kind, vm, n)
-            ids.append(event_id)
-            try:  # an event still unprepared after WAIT_PREPARE_S is reported as such; the next one comes
-                wait_for(lambda: settled(fleet, bench, event_id), WAIT_PREPARE_S, f"event {n} to settle",
-                         interval=0.5)
-            except OutOfTime:
-                if time.monotonic() > DEADLINE[0]:
-                    raise
-                print(f"  event {n} ({kind}) not prepared within {WAIT_PREPARE_S} s", flush=True)
-            max_rss = max(max_rss, run.relay_max_rss())
-            time.sleep(EDA_GAP_S)
-            run.check_alive()
-        cpu1, wall1 = run.controller_cpu(), time.monotonic()
-        relay_cpu1 = run.relay_cpu()
-        relay_cpu = [(relay_cpu1[vm] or 0.0) - (relay_cpu0[vm] or 0.0) for vm in relay_cpu0]
-        found = outcomes(fleet, bench, ids)
-        return Result("event-driven", size, found, controller_cpu_s=(cpu1 - cpu0) / events,
-                      relay_rss_mib=max_rss, relay_cpu_pct=100 * statistics.mean(relay_cpu) / (wall1 - wall0),
-                      notes=[f"{wall1 - wall0:.0f} s of events"], histories=run.histories())
+        print(f"  event-driven, {size} VMs: rulebook and {len(run.relays)} relays up", flush=True)
+        for shape in shapes:
+            planned = waves(shape, fleet, events, burst, used)
+            print(f"  {shape}: {sum(len(w) for w in planned)} event(s) in {len(planned)} wave(s)", flush=True)
+            relay_cpu0, cpu0, wall0 = run.relay_cpu(), run.controller_cpu(), time.monotonic()
+            max_rss = 0.0
+            ids: List[str] = []
+            for wave in planned:
+                wave_ids = [inject(fleet, spec, n + i) for i, spec in enumerate(wave)]
+                n += len(wave)
+                ids += wave_ids
+                used += [vm for spec in wave for vm in spec["resources"].get("names", [])]
+                try:  # an event still unprepared after WAIT_PREPARE_S is reported as such; the next wave comes
+                    wait_for(lambda: all(settled(fleet, bench, i) for i in wave_ids), WAIT_PREPARE_S,
+                             f"{shape} wave to settle", interval=0.5)
+                except OutOfTime:
+                    if time.monotonic() > DEADLINE[0]:
+                        raise
+                    print(f"  a {shape} wave was not prepared within {WAIT_PREPARE_S} s", flush=True)
+                max_rss = max(max_rss, run.relay_max_rss())
+                time.sleep(EDA_GAP_S)
+                run.check_alive()
+            cpu1, wall1, relay_cpu1 = run.controller_cpu(), time.monotonic(), run.relay_cpu()
+            relay_cpu = [(relay_cpu1.get(vm) or 0.0) - (relay_cpu0[vm] or 0.0) for vm in relay_cpu0]
+            mine.append(Result("event-driven", size, shape, outcomes(fleet, bench, ids),
+                               controller_cpu_s=(cpu1 - cpu0) / len(ids), relay_rss_mib=max_rss,
+                               relay_cpu_pct=100 * statistics.mean(relay_cpu) / (wall1 - wall0),
+                               notes=[f"{wall1 - wall0:.0f} s of events"]))
+            results.append(mine[-1])
     finally:
+        if mine:
+            mine[-1].histories = run.histories()
         run.close()
         fleet.close()
 
@@ -207,13 +264,13 @@ def run_watch(size: int, events: int) -> Result:
         print(f"  watch, {size} VMs: first round over; injecting {events} events as a stream", flush=True)
         cpu0 = tree_cpu(proc.pid)
         ids = []
-        for n, (kind, vm) in enumerate(zip(event_mix(events), victims(fleet, events))):
-            ids.append(inject(fleet, kind, vm, n))
+        for n, (wave,) in enumerate(waves("one-vm", fleet, events, 0, [])):
+            ids.append(inject(fleet, wave, n))
             time.sleep(WATCH_GAP_S)
         wait_for(lambda: all(settled(fleet, bench, i) for i in ids), WAIT_PREPARE_S + 120, "the events to settle",
                  interval=1.0)
         cpu1 = tree_cpu(proc.pid)
-        return Result("watch", size, outcomes(fleet, bench, ids), controller_cpu_s=(cpu1 - cpu0) / events,
+        return Result("watch", size, "one-vm", outcomes(fleet, bench, ids), controller_cpu_s=(cpu1 - cpu0) / events,
                       histories=[work / "cycles.jsonl"])
     finally:
         kill_tree(proc)
@@ -231,7 +288,8 @@ def write_history(results: List[Result], destination: Path) -> Path:
                     out.write(path.read_bytes())
     destination.with_name(destination.name + ".meta.json").write_text(json.dumps({
         "simulated": True, "time_scale": 1.0,
-        "source": "make bench-reaction: " + ", ".join(f"{r.way} {r.size} VMs" for r in results)}) + "\n")
+        "source": "make bench-reaction: " + ", ".join(dict.fromkeys(f"{r.way} {r.size} VMs" for r in results))})
+        + "\n")
     return destination
 
 
@@ -245,59 +303,77 @@ def render(results: List[Result], argv: List[str], wall: float) -> str:
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
                           text=True).stdout.strip() or "unknown"
     dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True).stdout.strip()
-    command = "python tools/bench_reaction.py " + " ".join(argv) if argv else "python tools/bench_reaction.py"
+    command = " ".join(["python tools/bench_reaction.py"] + ([shlex.join(argv)] if argv else []))
     lines = [
         SECTION, "",
-        f"Command: `{command}` (`make bench-reaction` runs `--sizes 50,200 --events 6` and the watch); "
-        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, head {head}{' with uncommitted changes' if dirty else ''}, "
-        f"{wall / 60:.1f} wall minutes, this project's 2-core machine (shared and noisy).", "",
-        "Time scale 1; events on one VM each, half Preempt (30 s notice), half Reboot (900 s); reaction = the "
-        "event appears in the simulator -> first prepare starts (the prepare log). Event-driven: a relay process "
-        "per VM (poll 1 s, heartbeat 30 s), the real ansible-rulebook with the collection's rulebook, events one "
-        f"at a time ({EDA_GAP_S:g} s after the previous one's first prepare). Watch: `azure_imds.scheduled_events.watch`, "
-        f"forks = VMs, the same mix as a stream (one every {WATCH_GAP_S:g} s). Controller CPU: the rulebook's (or the "
-        "watch's) process tree, children included, over the events phase, per event.", "",
-        "| way | VMs | events | reaction median | reaction p95 | Preempt prepared before NotBefore | missed "
-        "| controller CPU-s / event | relay max RSS | relay mean CPU (one core) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    p95 = {}
+        f"Command: `{command}` (`make bench-reaction` runs the defaults: `--sizes 50,200 --events 6 --burst 50`, "
+        f"every shape, and the watch); {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, head {head}"
+        f"{' with uncommitted changes' if dirty else ''}, {wall / 60:.1f} wall minutes, this project's 2-core machine "
+        "(shared and noisy).", "",
+        "Time scale 1. Event-driven: a relay process per VM (poll 1 s, heartbeat 30 s), the real ansible-rulebook with "
+        "the collection's rulebook and its default forks; shapes one after the other on the same fleet, each wave "
+        f"settled and {EDA_GAP_S:g} s apart: fault-domain (a Platform Reboot of every VM of fault domain 0, 900 s "
+        "notice), one-vm (half Preempt with 30 s notice, half Reboot with 900 s, one VM each), burst (one-VM Preempts "
+        "within one second, 30 s notice, VMs of every fault domain), burst-short (the same, notices drawn from "
+        f"{BURST_SHORT_NOTICE_S[0]} to {BURST_SHORT_NOTICE_S[1]} s). Watch: `azure_imds.scheduled_events.watch`, "
+        f"forks = VMs, the one-vm mix as a stream (one every {WATCH_GAP_S:g} s). First / last prepare = the event "
+        "appears in the simulator -> the first / last of its VMs' prepares starts (the prepare log). Controller "
+        "CPU: the rulebook's (or the watch's) process tree, children included, over the shape's events, per event.",
+        "",
+    ] + table(results)
+    return "\n".join(lines) + "\n"
+
+
+def table(results: List[Result]) -> List[str]:
+    """The report's table and the per-event line."""
+    lines = ["| way | VMs | shape | events (VMs) | first prepare median / p95 | last prepare median / p95 "
+             "| Preempt prepared before NotBefore | missed | controller CPU-s / event | relay max RSS "
+             "| relay mean CPU (one core) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         f = r.found
-        med = statistics.median(f["reactions"]) if f["reactions"] else None
-        high = percentile(f["reactions"], 0.95) if f["reactions"] else None
-        p95[(r.way, r.size)] = high
         preempt = f"{100 * f['preempt_in_time'] / f['preempts']:.0f} % ({f['preempt_in_time']}/{f['preempts']})" \
             if f["preempts"] else "n/a"
+        missed = f"{len(f['missed'])}{' (' + ', '.join(f['missed'][:5]) + ')' if f['missed'] else ''}"
         lines.append(
-            f"| {r.way} | {r.size} | {len(f['events'])} | {fmt(med)} s | {fmt(high)} s | {preempt} | "
-            f"{len(f['missed'])}{' (' + ', '.join(f['missed']) + ')' if f['missed'] else ''} | "
+            f"| {r.way} | {r.size} | {r.shape} | {f['events']} ({f['vms']}) | {fmt(f['first_median'])} / "
+            f"{fmt(f['first_p95'])} s | {fmt(f['last_median'])} / {fmt(f['last_p95'])} s | {preempt} | {missed} | "
             f"{fmt(r.controller_cpu_s)} | {fmt(r.relay_rss_mib)} MiB | {fmt(r.relay_cpu_pct, 2)} % |"
             .replace("n/a MiB", "n/a").replace("n/a %", "n/a"))
     lines.append("")
-    sizes = sorted(s for w, s in p95 if w == "event-driven")
-    if len(sizes) >= 2 and p95[("event-driven", sizes[0])] and p95[("event-driven", sizes[-1])] is not None:
-        lines.append(f"- Event-driven p95({sizes[-1]}) / p95({sizes[0]}) = "
-                     f"{p95[('event-driven', sizes[-1])] / p95[('event-driven', sizes[0])]:.2f}.")
-    lines.append("- Per event (s from appearing): " + "; ".join(
-        f"{r.way} {r.size}: " + ", ".join(
-            f"{e['type'][0]} {fmt(e['prepared_at'] - e['appeared_at']) if e['prepared_at'] else 'missed'}"
-            for e in r.found["events"]) for r in results) + " (P = Preempt, R = Reboot).")
-    return "\n".join(lines) + "\n"
+    lines.append("- Per event, first prepare (last, when it listed more than one VM), s from appearing: " + "; ".join(
+        f"{r.way} {r.size} {r.shape}: " + ", ".join(
+            f"{e['type'][0]} {fmt(e['first_s']) if e['first_s'] is not None else 'missed'}"
+            + (f"-{fmt(e['last_s'])}" if e["vms"] > 1 else "")
+            for e in r.found["rows"][:12]) + (" ..." if len(r.found["rows"]) > 12 else "")
+        for r in results) + " (P = Preempt, R = Reboot).")
+    return lines
 
 
 def parse_args(argv: List[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="50,200", help="fleet sizes for the event-driven runs")
-    parser.add_argument("--events", type=int, default=6, help="events per size (half Preempt, half Reboot)")
+    parser.add_argument("--events", type=int, default=6,
+                        help="events of the fault-domain and one-vm shapes, per size (one-vm: half Preempt)")
+    parser.add_argument("--shapes", default=",".join(SHAPES), help="which shapes, of " + ", ".join(SHAPES))
+    parser.add_argument("--burst", type=int, default=50, help="Preempts in each burst")
     parser.add_argument("--no-watch", action="store_true", help="skip the watch comparison")
     parser.add_argument("--watch-size", type=int, default=50)
-    parser.add_argument("--max-minutes", type=float, default=60.0, help="the whole run stops after this")
+    parser.add_argument("--max-minutes", type=float, default=90.0, help="the whole run stops after this")
     parser.add_argument("--report", default=str(REPORT), help="markdown file to append to ('' for none)")
     parser.add_argument("--history", default=str(WORK / "reaction-history.jsonl.gz"),
                         help="one history of every run (the cycles' callback and the relays), gzip, with a "
                              ".meta.json sidecar ('' for none)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    unknown = sorted(set(shape_list(args.shapes)) - set(SHAPES))
+    if unknown:
+        parser.error(f"--shapes names {', '.join(unknown)}, which is no shape; the shapes are {', '.join(SHAPES)}.")
+    return args
+
+
+def shape_list(text: str) -> List[str]:
+    named = [name.strip() for name in text.split(",") if name.strip()]
+    return [shape for shape in SHAPES if shape in named] + [name for name in named if name not in SHAPES]
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -308,14 +384,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     DEADLINE[0] = time.monotonic() + args.max_minutes * 60
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    shapes = shape_list(args.shapes)
     started = time.monotonic()
     collections = environment(WORK)
-    print(f"bench-reaction: sizes {sizes}, {args.events} events each, watch "
+    print(f"bench-reaction: sizes {sizes}, shapes {shapes} ({args.events} events, bursts of {args.burst}), watch "
           f"{'off' if args.no_watch else args.watch_size}; work in {WORK}", flush=True)
     results: List[Result] = []
     try:
         for size in sizes:
-            results.append(run_eda(size, args.events, collections))
+            run_eda(size, shapes, args.events, args.burst, collections, results)
         if not args.no_watch:
             results.append(run_watch(args.watch_size, args.events))
     except (OutOfTime, KeyboardInterrupt, SystemExit) as exc:  # keep the figures of the runs that ended
@@ -331,7 +408,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if report:
         write_section(report, SECTION, text)
         print(f"written to {report}")
-    return 0 if all(not r.found["missed"] for r in results if r.way == "event-driven") else 1
+    return 0 if all(not r.found["missed"] for r in results if r.way == "event-driven" and r.shape != "burst-short") \
+        else 1
 
 
 if __name__ == "__main__":

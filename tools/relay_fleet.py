@@ -37,7 +37,8 @@ Wait = Callable[..., Any]  # tests.timing.wait_for(predicate, timeout, what, int
 
 
 def environment(work: Path) -> Path:
-    """A fresh work folder with the collection staged in it, and this process's Ansible settings pointing there."""
+    """A fresh work folder with the collection staged in it, and this process's Ansible settings and import path
+    pointing there (the relays' keys are derived by the collection's own relay_key)."""
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
@@ -48,6 +49,8 @@ def environment(work: Path) -> Path:
     # timed out, hosts went stale, more cycles came): the rulebook's CPU is the fleet's bottleneck here.
     cfg.write_text("[defaults]\n")
     os.environ.update(ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_CONFIG=str(cfg), ANSIBLE_NOCOLOR="1")
+    if str(collections) not in sys.path:
+        sys.path.insert(0, str(collections))
     for name in ("ANSIBLE_CALLBACKS_ENABLED", "ANSIBLE_CALLBACK_WHITELIST", "SCHEDULED_EVENTS_HISTORY_PATH",
                  "ANSIBLE_STDOUT_CALLBACK"):
         os.environ.pop(name, None)

@@ -178,7 +178,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         raise SystemExit("ansible-rulebook needs Java 17+: apt-get install openjdk-17-jre-headless")
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     collections = environment(WORK)
-    sys.path.insert(0, str(collections))  # the collection's own policy judges which events are owed a prepare
     # The stream starts once the relays and the rulebook are up (a busy stream never lets the start-up settle).
     fleet = LiveFleet(None, time_scale=1.0, seed=args.seed, rate_limit=5.0,
                       fleet=FleetSpec(kind="availability_set", name="avset-soak", vms=args.vms, fault_domains=3))
