@@ -145,6 +145,7 @@ class Cycle:
     before_prepare: Set[Tuple[str, str, int]] = field(default_factory=set)  # busy domains before its prepares
     drains: List[Tuple[str, str, bool]] = field(default_factory=list)  # (VM, event, late) drained by its prepares
     busy_at_last_drain: Set[Tuple[str, str, int]] = field(default_factory=set)  # the domains in maintenance then
+    planned_at: Optional[datetime] = None  # when it planned: no read of it could show an event that appeared later
     read_quiet: List[str] = field(default_factory=list)  # what its done report says its own read found quiet
     deleted: List[str] = field(default_factory=list)  # what its done report says its plan took as deleted
 
@@ -197,13 +198,14 @@ class FleetRun:
         state = self.engine.vm_state(vm)
         return state is not None and (state.deleted_at is None or state.deleted_at > self.now)
 
-    def busy_domains(self) -> Set[Tuple[str, str, int]]:
-        """Fault domains with a drained VM or a VM in a Started event. A deleted VM is in no fault domain: it is
-        gone, drained or not (its drain is never undone, and its event may stay Started a while after)."""
+    def busy_domains(self, appeared_by: Optional[datetime] = None) -> Set[Tuple[str, str, int]]:
+        """Fault domains with a drained VM or a VM in a Started event (with `appeared_by`, only events that had
+        appeared by then). A deleted VM is in no fault domain: it is gone, drained or not (its drain is never undone,
+        and its event may stay Started a while after)."""
         self.engine.advance_to(self.now)
         busy = {self.domain(vm) for vm, events in self.ledger.drained_for.items() if events and self.exists(vm)}
         for event in self.engine.active:
-            if event.status == "Started":
+            if event.status == "Started" and (appeared_by is None or event.appeared_at <= appeared_by):
                 busy |= {self.domain(vm) for vm in event.resources if self.exists(vm)}
         return busy
 
@@ -228,13 +230,16 @@ class FleetRun:
             self.late_events.add(event_id)
         self.ledger.drained_for.setdefault(vm, set()).add(event_id)
         self.ledger.drains += 1
-        cycle.busy_at_last_drain = self.busy_domains()
+        # An event that appeared after the run planned (a hardware failure, Started at once) is Azure's doing, not
+        # the run's: no read of the run could show it. It still counts against every approval.
+        cycle.busy_at_last_drain = self.busy_domains(appeared_by=cycle.planned_at)
 
     def judge_prepares(self, cycle: Cycle) -> None:
         """over_the_limit for the drains of a run's prepare tasks, which run in parallel on their hosts, so
         their order is no one's: a fault domain they brought into maintenance is over the limit when the set has
         more busy domains than the limit once the last of them was made (another run's drains count; an event that
-        Azure started only after that, a hardware failure, was none of the run's doing), unless an event it was
+        Azure started only after that, or that appeared only after the run planned, a hardware failure, was none of
+        the run's doing), unless an event it was
         drained for lists all of them (an event that spans domains, alone), or it was drained only for events
         prepared late (counted apart)."""
         fresh: Dict[Tuple[str, str, int], List[Tuple[str, bool]]] = {}
@@ -444,6 +449,7 @@ class FleetRun:
             given[vm]["deleting"] = deleting.get(vm)
         if not cycle.alive:
             return
+        cycle.planned_at = self.now
         try:
             plan = plan_cycle(given, self.policy, self.now, cycle.target, remembered)
         except PolicyError:
