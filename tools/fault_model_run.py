@@ -149,6 +149,9 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--journals", type=Path, default=JOURNALS, help="where the journals are kept")
     parser.add_argument("--combo", type=_combo, default=None,
                         help='run this one fleet-day only, as a failure prints it: [seed, fleet, faults, how]')
+    parser.add_argument("--failed-in", type=Path, default=None, metavar="JOURNAL",
+                        help="run only the fleet-days that failed in this journal (an earlier version's), under "
+                             "this code: what a fix of the judge or of the code leaves of a long run's failures")
     args = parser.parse_args(argv)
     root = _stage()
     try:
@@ -167,7 +170,14 @@ def _run(args: argparse.Namespace, root: Path) -> int:
     totals: Counter = Counter()
     kinds: Counter = Counter()
     failed: List[Dict[str, object]] = []
-    wanted = [tuple(args.combo)] if args.combo else combos(args.fleet_days, args.only)  # type: ignore[list-item]
+    if args.failed_in and not args.failed_in.is_file():
+        print(f"--failed-in {args.failed_in}: no such journal file.")
+        return 2
+    if args.failed_in:
+        wanted = [r["combo"] for r in journaled(args.failed_in) if r["problems"]]  # type: ignore[misc]
+        print(f"{len(wanted)} fleet-days failed in {args.failed_in}; running them again under this code", flush=True)
+    else:
+        wanted = [tuple(args.combo)] if args.combo else combos(args.fleet_days, args.only)  # type: ignore[list-item]
     journal = args.journals / f"{code_version()}.jsonl" if args.resume else None
     wanted_set = set(wanted)
     earlier = [r for r in journaled(journal) if r["combo"] in wanted_set] if journal else []

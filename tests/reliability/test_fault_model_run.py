@@ -44,3 +44,19 @@ def test_a_torn_line_is_run_again_and_another_code_version_starts_afresh(tmp_pat
     before = code_version(tmp_path / "tree")
     (tmp_path / "tree" / "plugins" / "a.py").write_text("y")
     assert code_version(tmp_path / "tree") != before, "a change to the collection's code is another journal"
+
+
+def test_the_fleet_days_that_failed_in_an_old_journal_run_again_under_this_code(tmp_path: Path) -> None:
+    """Seed 76 failed 11 fleet-days at 1ffb6e1 on a false alarm of the judge, fixed since: only the failed fleet-days
+    of the old journal run again, and this code keeps them clean."""
+    old = tmp_path / "old.jsonl"
+    old.write_text('{"combo": [0, "one set", "none", 300], "problems": []}\n'
+                   '{"combo": [76, "one set", "none", 300], "problems": ["over_the_limit: ..."]}\n')
+    done = subprocess.run([sys.executable, "tools/fault_model_run.py", "--failed-in", str(old), "--workers", "1"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 fleet-days failed in" in done.stdout and done.stdout.splitlines()[-1].startswith("1 fleet-days")
+    assert "0 fleet-days with violations" in done.stdout
+    missing = subprocess.run([sys.executable, "tools/fault_model_run.py", "--failed-in", str(tmp_path / "none.jsonl")],
+                             cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+    assert missing.returncode == 2 and "no such journal file" in missing.stdout and "Traceback" not in missing.stderr
