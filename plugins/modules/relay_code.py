@@ -40,8 +40,9 @@ attributes:
     description: Builds on the control node; the VM needs Python (3.8 or later) to run the relay, nothing of Ansible.
 options:
   dest:
-    description: Where the archive goes on the VM; its directory must exist.
-    type: path
+    description: Where the archive goes on the VM (a file; C(~) and variables are expanded there); its directory
+      must exist.
+    type: str
     required: true
   mode:
     description: The archive's permissions, as for M(ansible.builtin.copy).

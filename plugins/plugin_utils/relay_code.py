@@ -17,27 +17,38 @@ from typing import Callable, Dict, List, Mapping
 
 PACKAGE = "ansible_collections.azure_imds.scheduled_events.plugins.module_utils"
 ENTRY = "relay.relay_program"
-# A fixed date for every member: the same code gives the same bytes, so a second install changes nothing.
+# A fixed date for every member, and no compression: the same code gives the same bytes on any control node (zlib
+# builds deflate differently), so a second install changes nothing; and the VM's Python needs no zlib to import it.
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 
 
-def imported(source: str) -> List[str]:
-    """The module_utils this source imports, as names under PACKAGE ("relay.relay"), lazy imports included."""
+class RelayCodeError(ValueError):
+    """The relay's code cannot be archived, in one sentence."""
+
+
+def imported(source: str, exists: Callable[[str], bool] = lambda path: True) -> List[str]:
+    """The module_utils this source imports, as names under PACKAGE ("relay.relay"), lazy imports included;
+    `from PACKAGE.relay import relay` names the module relay.relay when `exists` finds its file."""
     names: List[str] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom):
+            if node.level:
+                raise RelayCodeError("the relay's code uses a relative import (from %s%s), which its archive "
+                                     "cannot resolve: import by the full name." % ("." * node.level, node.module or ""))
             modules = [node.module or ""]
+            modules += ["%s.%s" % (node.module, alias.name) for alias in node.names]
         elif isinstance(node, ast.Import):
             modules = [alias.name for alias in node.names]
         else:
             continue
-        names += [m[len(PACKAGE) + 1:] for m in modules if m.startswith(PACKAGE + ".")]
+        inside = [m[len(PACKAGE) + 1:] for m in modules if m.startswith(PACKAGE + ".")]
+        names += [name for name in inside if exists(path_of(name))]
     return names
 
 
-def closure(read: Callable[[str], str], entry: str = ENTRY) -> List[str]:
+def closure(read: Callable[[str], str], exists: Callable[[str], bool], entry: str = ENTRY) -> List[str]:
     """The paths under module_utils ("relay/relay_program.py") of `entry` and all it imports, transitively;
-    `read` gives a path's source."""
+    `read` gives a path's source, `exists` whether a module has one (a package folder has none)."""
     found: Dict[str, None] = {}
     todo = [entry]
     while todo:
@@ -45,7 +56,7 @@ def closure(read: Callable[[str], str], entry: str = ENTRY) -> List[str]:
         if name in found:
             continue
         found[name] = None
-        todo += imported(read(path_of(name)))
+        todo += imported(read(path_of(name)), exists)
     return sorted(path_of(name) for name in found)
 
 
@@ -68,6 +79,6 @@ def archive(files: Mapping[str, bytes]) -> bytes:
         for name in sorted(members):
             info = zipfile.ZipInfo(name, date_time=_EPOCH)
             info.external_attr = 0o644 << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
+            info.compress_type = zipfile.ZIP_STORED  # deflate's bytes differ between zlib builds: a change per controller
             bundle.writestr(info, members[name])
     return buffer.getvalue()

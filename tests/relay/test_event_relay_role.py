@@ -158,6 +158,9 @@ def test_install_again_check_remove_and_the_installed_relay_runs(tmp_path: Path)
 
 def _install(bench: RoleBench) -> None:
     notoken = tree(bench.root / "notoken")
+    old_tree = Path(RoleBench.paths(bench.root)["event_relay_prefix"]) / "lib" / "ansible_collections"
+    (old_tree / "azure_imds").mkdir(parents=True)  # what an earlier version installed: one file per module
+    (old_tree / "azure_imds" / "__init__.py").write_text("")
     run, recap = bench.run("install", [{"name": "Install", "hosts": "vms"}])
     assert run.returncode == 2 and recap[bench.vm]["failed"] == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert recap["vm-windows"]["failed"] == 1 and recap["vm-notoken"]["failed"] == 1
@@ -170,7 +173,7 @@ def _install(bench: RoleBench) -> None:
     paths = RoleBench.paths(bench.root)
     lib = Path(paths["event_relay_prefix"]) / "lib"
     config_dir, state_dir = Path(paths["event_relay_config_dir"]), Path(paths["event_relay_state_dir"])
-    assert sorted(p.name for p in lib.iterdir()) == ["relay.zip"], "one archive, nothing beside it"
+    assert sorted(p.name for p in lib.iterdir()) == ["relay.zip"], "one archive; an earlier version's tree removed"
     assert _mode(lib / "relay.zip") == 0o644 and _mode(lib) == 0o755
     root = PACKAGE.replace(".", "/")
     with zipfile.ZipFile(lib / "relay.zip") as bundle:
@@ -229,7 +232,8 @@ def _run_the_installed_relay(bench: RoleBench, receiver: Receiver) -> None:
     assert relay.returncode == 0, stderr
     assert push["vm"] == bench.vm and not receiver.refused, "signed with the installed token"
     assert (bench.root / "var" / "lib" / "azure-imds-relay" / "history.jsonl").read_text().strip()
-    assert not list(bench.root.rglob("__pycache__")), "PYTHONDONTWRITEBYTECODE: the tree stays as installed"
+    lib = bench.root / "opt" / "azure-imds-relay" / "lib"
+    assert sorted(p.name for p in lib.iterdir()) == ["relay.zip"], "the relay ran from the archive, writing nothing"
 
 
 def _install_again_and_remove_in_check_mode(bench: RoleBench) -> None:

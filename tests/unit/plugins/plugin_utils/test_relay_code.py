@@ -9,8 +9,11 @@ from io import BytesIO
 from pathlib import Path
 from typing import Set
 
+import pytest
+
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.relay_code import (
     PACKAGE,
+    RelayCodeError,
     archive,
     closure,
     imported,
@@ -36,15 +39,31 @@ def relay_imports() -> Set[str]:
     return {f"{name.replace('.', '/')}.py" for name in found}
 
 
+def read(path: str) -> str:
+    return (MODULE_UTILS / path).read_text()
+
+
+def exists(path: str) -> bool:
+    return (MODULE_UTILS / path).is_file()
+
+
 def test_the_closure_is_relay_program_and_all_it_imports() -> None:
-    paths = closure(lambda path: (MODULE_UTILS / path).read_text())
+    paths = closure(read, exists)
     assert set(paths) == relay_imports() and paths == sorted(paths) and len(paths) > 10
 
 
 def test_imports_inside_functions_count_and_other_packages_do_not() -> None:
     source = (f"import json\nfrom ansible.module_utils.basic import AnsibleModule\nfrom {PACKAGE}.a.b import c\n"
               f"def later():\n    import {PACKAGE}.d.e\n")
-    assert sorted(imported(source)) == ["a.b", "d.e"]
+    assert sorted(imported(source, lambda path: path in ("a/b.py", "d/e.py"))) == ["a.b", "d.e"]
+
+
+def test_a_module_imported_from_its_package_is_found_and_a_relative_import_refused() -> None:
+    modules = {"relay/relay_metrics.py", "cycle/quiet.py"}
+    source = f"from {PACKAGE}.relay import relay_metrics\nfrom {PACKAGE} import cycle\nfrom {PACKAGE}.cycle import quiet\n"
+    assert sorted(imported(source, modules.__contains__)) == ["cycle.quiet", "relay.relay_metrics"]
+    with pytest.raises(RelayCodeError, match=r"relative import \(from \.events\)"):
+        imported("from .events import x\n", modules.__contains__)
 
 
 def test_the_archive_has_a_package_at_every_level_and_the_same_bytes_each_time() -> None:
@@ -61,11 +80,12 @@ def test_the_archive_has_a_package_at_every_level_and_the_same_bytes_each_time()
                             "ansible_collections/azure_imds/scheduled_events/plugins/__init__.py",
                             f"{ROOT}/__init__.py", f"{ROOT}/relay/__init__.py", f"{ROOT}/document/__init__.py"])
     assert {info.date_time for info in members.values()} == {(1980, 1, 1, 0, 0, 0)}
+    assert {info.compress_type for info in members.values()} == {zipfile.ZIP_STORED}, "the same bytes with any zlib"
     assert {info.external_attr >> 16 for info in members.values()} == {0o644}
 
 
 def test_a_python_without_ansible_imports_the_relay_from_the_archive(tmp_path: Path) -> None:
-    paths = closure(lambda path: (MODULE_UTILS / path).read_text())
+    paths = closure(read, exists)
     bundle = tmp_path / "relay.zip"
     bundle.write_bytes(archive({path: (MODULE_UTILS / path).read_bytes() for path in paths}))
     plain = getattr(sys, "_base_executable", sys.executable)  # no Ansible, no collection there
