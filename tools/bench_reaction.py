@@ -5,7 +5,8 @@ Per fleet size N (time scale 1, an availability set of N VMs in 3 fault domains,
 127.0.0.1), event-driven: a relay process per VM (poll_interval 1.0 s, heartbeat 30 s) on its VM's IMDS root, the
 real `ansible-rulebook -r azure_imds.scheduled_events.scheduled_events` with --vars (token_file, listen_port,
 expected_hosts, prepare_tasks, recover_tasks: the test log tasks), forks = the rulebook's default. Shapes, in this
-order on the same relays and rulebook (each wave settles, and 15 s pass, before the next):
+order on the same relays and rulebook (each wave's events are gone and their recovers run, and 15 s pass, before
+the next wave):
 - fault-domain: a Platform Reboot (900 s notice) of every VM of fault domain 0 (a third of the set), one at a time;
 - one-vm: half Preempt (30 s notice), half Reboot (900 s), one VM of fault domain 0 each, one at a time (the
   fault-domain limit never defers one: each reaction is the path's own);
@@ -23,7 +24,7 @@ prepared within the run); controller CPU-seconds per event (the rulebook's proce
 CPU from /proc, over the shape's events, heartbeats included); relay max RSS and mean CPU % of one core.
 
     python tools/bench_reaction.py [--sizes 50,200] [--events 6] [--shapes fault-domain,one-vm,burst,burst-short]
-                                   [--burst 50] [--no-watch] [--report docs/benchmarks.md]
+                                   [--burst N] [--no-watch] [--report docs/benchmarks.md]
 Quick try: python tools/bench_reaction.py --sizes 6 --events 2 --burst 3 --no-watch --report ''
 Every wait is bounded; --max-minutes bounds the whole run; processes are killed (whole trees) on any exit.
 """
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import random
 import shlex
@@ -110,18 +112,45 @@ def waves(shape: str, fleet: LiveFleet, events: int, burst: int, used: List[str]
     if shape == "one-vm":
         return [[{"type": kind, "notice_s": NOTICE[kind], "resources": {"names": [vm]}}]
                 for kind, vm in zip(event_mix(events), victims(fleet, events))]
-    free = [vm for vm in fleet.vms if vm not in used]
+    by_domain: Dict[int, List[str]] = {}
+    for vm in fleet.engine.fleet.vms:
+        if vm.name not in used:
+            by_domain.setdefault(vm.fault_domain, []).append(vm.name)
+    # round robin over the fault domains, as an eviction takes VMs of every one
+    free = [vm for group in itertools.zip_longest(*by_domain.values()) for vm in group if vm]
     if len(free) < burst:
         raise SystemExit(f"a burst of {burst} needs {burst} VMs no earlier shape used; the fleet has {len(free)}")
-    step = max(1, len(free) // burst)  # every fault domain, as an eviction takes them
     rng = random.Random(seed)
     notices = [NOTICE["Preempt"] if shape == "burst" else rng.randint(*BURST_SHORT_NOTICE_S) for _ in range(burst)]
     return [[{"type": "Preempt", "notice_s": notice, "resources": {"names": [vm]}}
-             for notice, vm in zip(notices, free[::step][:burst])]]
+             for notice, vm in zip(notices, free[:burst])]]
+
+
+def default_burst(size: int, shapes: List[str], events: int) -> int:
+    """50 Preempts a burst (issue 28's mass eviction), or as many as the fleet leaves for each burst shape."""
+    bursts = max(1, sum(1 for shape in shapes if shape.startswith("burst")))
+    return max(1, min(50, (size - (events if "one-vm" in shapes else 0)) // bursts))
+
+
+def infeasible(size: int, shapes: List[str], events: int, burst: int) -> Optional[str]:
+    """Why these shapes cannot all run on a fleet of `size` VMs (3 fault domains), in one sentence; else None."""
+    domain0 = len(range(0, size, 3))
+    if "one-vm" in shapes and events > domain0:
+        return f"--events {events} one-VM events need {events} VMs in fault domain 0; {size} VMs have {domain0}."
+    bursts = sum(1 for shape in shapes if shape.startswith("burst"))
+    free = size - (events if "one-vm" in shapes else 0)
+    if bursts * burst > free:
+        return (f"{bursts} burst(s) of --burst {burst} need {bursts * burst} VMs besides the one-VM events'; {size} "
+                f"VMs leave {free}: lower --burst or drop a burst shape.")
+    return None
+
+
+STARTED_FOR_S = 20  # how long a Started event stays listed (the simulator's default, 600 s, would make each wave
+#                     wait ten minutes for its events to go before the next, on a quiet fleet)
 
 
 def inject(fleet: LiveFleet, spec: Dict[str, Any], n: int) -> str:
-    (event_id,) = fleet.inject(dict(spec, key=f"bench-{n}"))
+    (event_id,) = fleet.inject(dict(spec, key=f"bench-{n}", started_for_s=STARTED_FOR_S))
     return event_id
 
 
@@ -143,6 +172,20 @@ def settled(fleet: LiveFleet, bench: CycleBench, event_id: str) -> bool:
                 return True
             return event["removed_at"] is not None or (epoch(event["not_before"]) or 0) + 10 < time.time()
     return False
+
+
+def over(fleet: LiveFleet, bench: CycleBench, event_ids: List[str]) -> bool:
+    """Every event gone, and every VM prepared for one that is still there (not deleted by it) recovered."""
+    truth = {e["event_id"].upper(): e for e in fleet.truth()}
+    recovered = {(str(a["event_id"]).upper(), a["host"]) for a in bench.actions("recover")}
+    for event_id in event_ids:
+        event = truth.get(event_id.upper())
+        if event is None or event["removed_at"] is None:
+            return False
+        if event["event_type"] not in ("Preempt", "Terminate"):
+            if any((event_id.upper(), vm) not in recovered for vm in prepares_of(bench, event_id)):
+                return False
+    return True
 
 
 def event_row(event: Dict[str, Any], prepares: Dict[str, float]) -> Dict[str, Any]:
@@ -225,10 +268,18 @@ def run_eda(size: int, shapes: List[str], events: int, burst: int, collections: 
                         raise
                     print(f"  a {shape} wave was not prepared within {WAIT_PREPARE_S} s", flush=True)
                 max_rss = max(max_rss, run.relay_max_rss())
+                try:  # each wave on a quiet fleet: its events gone and their recovers run (bounded)
+                    wait_for(lambda: over(fleet, bench, wave_ids), WAIT_PREPARE_S, f"{shape} wave to end",
+                             interval=1.0)
+                except OutOfTime:
+                    if time.monotonic() > DEADLINE[0]:
+                        raise
+                    print(f"  a {shape} wave did not end within {WAIT_PREPARE_S} s", flush=True)
                 time.sleep(EDA_GAP_S)
                 run.check_alive()
             cpu1, wall1, relay_cpu1 = run.controller_cpu(), time.monotonic(), run.relay_cpu()
-            relay_cpu = [(relay_cpu1.get(vm) or 0.0) - (relay_cpu0[vm] or 0.0) for vm in relay_cpu0]
+            relay_cpu = [relay_cpu1[vm] - relay_cpu0[vm] for vm in relay_cpu0  # a relay gone is left out
+                         if relay_cpu0[vm] is not None and relay_cpu1.get(vm) is not None] or [float("nan")]
             mine.append(Result("event-driven", size, shape, outcomes(fleet, bench, ids),
                                controller_cpu_s=(cpu1 - cpu0) / len(ids), relay_rss_mib=max_rss,
                                relay_cpu_pct=100 * statistics.mean(relay_cpu) / (wall1 - wall0),
@@ -306,13 +357,14 @@ def render(results: List[Result], argv: List[str], wall: float) -> str:
     command = " ".join(["python tools/bench_reaction.py"] + ([shlex.join(argv)] if argv else []))
     lines = [
         SECTION, "",
-        f"Command: `{command}` (`make bench-reaction` runs the defaults: `--sizes 50,200 --events 6 --burst 50`, "
-        f"every shape, and the watch); {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, head {head}"
-        f"{' with uncommitted changes' if dirty else ''}, {wall / 60:.1f} wall minutes, this project's 2-core machine "
-        "(shared and noisy).", "",
+        f"Command: `{command}` (`make bench-reaction` runs the defaults: `--sizes 50,200 --events 6`, bursts of 50 "
+        f"or as many as a size leaves, every shape, and the watch); {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
+        f"head {head}{' with uncommitted changes' if dirty else ''}, {wall / 60:.1f} wall minutes, this project's "
+        "2-core machine (shared and noisy).", "",
         "Time scale 1. Event-driven: a relay process per VM (poll 1 s, heartbeat 30 s), the real ansible-rulebook with "
         "the collection's rulebook and its default forks; shapes one after the other on the same fleet, each wave "
-        f"settled and {EDA_GAP_S:g} s apart: fault-domain (a Platform Reboot of every VM of fault domain 0, 900 s "
+        f"over (its events gone, {STARTED_FOR_S} s after they start, and their recovers run) and {EDA_GAP_S:g} s "
+        "apart: fault-domain (a Platform Reboot of every VM of fault domain 0, 900 s "
         "notice), one-vm (half Preempt with 30 s notice, half Reboot with 900 s, one VM each), burst (one-VM Preempts "
         "within one second, 30 s notice, VMs of every fault domain), burst-short (the same, notices drawn from "
         f"{BURST_SHORT_NOTICE_S[0]} to {BURST_SHORT_NOTICE_S[1]} s). Watch: `azure_imds.scheduled_events.watch`, "
@@ -356,7 +408,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--events", type=int, default=6,
                         help="events of the fault-domain and one-vm shapes, per size (one-vm: half Preempt)")
     parser.add_argument("--shapes", default=",".join(SHAPES), help="which shapes, of " + ", ".join(SHAPES))
-    parser.add_argument("--burst", type=int, default=50, help="Preempts in each burst")
+    parser.add_argument("--burst", type=int, default=0,
+                        help="Preempts in each burst (default: 50, or as many as the fleet leaves for each burst)")
     parser.add_argument("--no-watch", action="store_true", help="skip the watch comparison")
     parser.add_argument("--watch-size", type=int, default=50)
     parser.add_argument("--max-minutes", type=float, default=90.0, help="the whole run stops after this")
@@ -385,18 +438,25 @@ def main(argv: Optional[List[str]] = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     shapes = shape_list(args.shapes)
+    bursts = {size: args.burst or default_burst(size, shapes, args.events) for size in sizes}
+    for size in sizes:
+        why = infeasible(size, shapes, args.events, bursts[size])
+        if why:
+            raise SystemExit(f"bench_reaction: at {size} VMs, {why}")
     started = time.monotonic()
     collections = environment(WORK)
-    print(f"bench-reaction: sizes {sizes}, shapes {shapes} ({args.events} events, bursts of {args.burst}), watch "
+    print(f"bench-reaction: sizes {sizes}, shapes {shapes} ({args.events} events, bursts of {bursts}), watch "
           f"{'off' if args.no_watch else args.watch_size}; work in {WORK}", flush=True)
     results: List[Result] = []
+    stopped = False
     try:
         for size in sizes:
-            run_eda(size, shapes, args.events, args.burst, collections, results)
+            run_eda(size, shapes, args.events, bursts[size], collections, results)
         if not args.no_watch:
             results.append(run_watch(args.watch_size, args.events))
     except (OutOfTime, KeyboardInterrupt, SystemExit) as exc:  # keep the figures of the runs that ended
         print(f"bench-reaction stopped early: {exc!r}", file=sys.stderr)
+        stopped = True
         if not results:
             return 1
     text = render(results, argv, time.monotonic() - started)
@@ -408,6 +468,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if report:
         write_section(report, SECTION, text)
         print(f"written to {report}")
+    if stopped:
+        return 1  # the figures of the runs that ended are printed and written, but the run is not whole
     return 0 if all(not r.found["missed"] for r in results if r.way == "event-driven" and r.shape != "burst-short") \
         else 1
 

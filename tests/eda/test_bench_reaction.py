@@ -9,7 +9,16 @@ from typing import Any, Dict
 
 from imds_simulator.fleet import FleetSpec
 from tests.live_fleet import LiveFleet
-from tools.bench_reaction import BURST_SHORT_NOTICE_S, event_row, figures, shape_list, waves
+from tools.bench_reaction import (
+    BURST_SHORT_NOTICE_S,
+    SHAPES,
+    default_burst,
+    event_row,
+    figures,
+    infeasible,
+    shape_list,
+    waves,
+)
 
 APPEARED = "2026-11-28T10:00:00.000Z"
 NOT_BEFORE = "2026-11-28T10:00:30.000Z"
@@ -51,8 +60,8 @@ def test_the_shapes_inject_what_they_say() -> None:
         (burst,) = waves("burst", fleet, 0, 5, used)
         named = [s["resources"]["names"][0] for s in burst]
         assert len(set(named)) == 5 and not set(named) & set(used) and {s["notice_s"] for s in burst} == {30}
-        domains = {v.fault_domain for v in fleet.engine.fleet.vms if v.name in named}
-        assert len(domains) > 1, "an eviction takes VMs of every fault domain"
+        domains = [v.fault_domain for v in fleet.engine.fleet.vms if v.name in named]
+        assert sorted(set(domains)) == [0, 1, 2] and max(domains.count(d) for d in range(3)) <= 2, "round robin"
         (short,) = waves("burst-short", fleet, 0, 5, used)
         assert all(BURST_SHORT_NOTICE_S[0] <= s["notice_s"] <= BURST_SHORT_NOTICE_S[1] for s in short)
     finally:
@@ -76,3 +85,22 @@ def test_the_benchmarks_environment_lets_the_bench_derive_each_relays_key(tmp_pa
     where, key = run.stdout.split()
     assert where.startswith(str(tmp_path / "work" / "collections")), "the staged copy, not this checkout"
     assert len(key) == 64 and int(key, 16) >= 0
+
+
+def test_the_default_run_fits_each_size_and_an_impossible_one_is_refused_before_it_starts() -> None:
+    """The defaults (--sizes 50,200 --events 6, every shape) plan every shape at both sizes; a burst the fleet cannot
+    hold is refused in one sentence before any fleet starts (it once stopped a run half-way)."""
+    shapes = list(SHAPES)
+    assert (default_burst(50, shapes, 6), default_burst(200, shapes, 6)) == (22, 50)
+    for size in (50, 200):
+        assert infeasible(size, shapes, 6, default_burst(size, shapes, 6)) is None
+        fleet = LiveFleet(None, time_scale=1.0, fleet=FleetSpec(vms=size, fault_domains=3))
+        try:
+            used: list = []
+            for shape in shapes:
+                planned = waves(shape, fleet, 6, default_burst(size, shapes, 6), used)
+                used += [vm for wave in planned for spec in wave for vm in spec["resources"].get("names", [])]
+        finally:
+            fleet.close()
+    assert "need 60 VMs besides the one-VM events'; 50 VMs leave 44" in infeasible(50, shapes, 6, 30)
+    assert "need 20 VMs in fault domain 0" in infeasible(50, shapes, 20, 1)
