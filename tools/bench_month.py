@@ -208,6 +208,8 @@ def main() -> int:
     args = parser.parse_args()
     folder = Path(args.folder)
     notebooks = [name for name in args.notebooks.split(",") if name]
+    if not notebooks:
+        parser.error("--notebooks names no notebook; --no-notebooks skips them.")
     unknown = sorted(set(notebooks) - set(NOTEBOOKS))
     if unknown:
         parser.error(f"--notebooks names {', '.join(unknown)}, which is no notebook; the notebooks are "

@@ -108,6 +108,8 @@ def journaled(path: Path) -> Iterator[Dict[str, object]]:
             result = json.loads(line)
         except ValueError:
             continue
+        if not isinstance(result, dict) or not isinstance(result.get("combo"), list):
+            continue
         result["combo"] = tuple(result["combo"])
         yield result
 
@@ -147,12 +149,16 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--resume", action="store_true",
                         help="count the fleet-days this code's journal holds, run the rest, journal them")
     parser.add_argument("--journals", type=Path, default=JOURNALS, help="where the journals are kept")
-    parser.add_argument("--combo", type=_combo, default=None,
-                        help='run this one fleet-day only, as a failure prints it: [seed, fleet, faults, how]')
-    parser.add_argument("--failed-in", type=Path, default=None, metavar="JOURNAL",
+    one_or_failed = parser.add_mutually_exclusive_group()
+    one_or_failed.add_argument("--combo", type=_combo, default=None,
+                               help='run this one fleet-day only, as a failure prints it: [seed, fleet, faults, how]')
+    one_or_failed.add_argument("--failed-in", type=Path, default=None, metavar="JOURNAL",
                         help="run only the fleet-days that failed in this journal (an earlier version's), under "
                              "this code: what a fix of the judge or of the code leaves of a long run's failures")
     args = parser.parse_args(argv)
+    if args.failed_in and not args.failed_in.is_file():
+        print(f"--failed-in {args.failed_in}: no such journal file.")
+        return 2
     root = _stage()
     try:
         return _run(args, root)
@@ -170,11 +176,10 @@ def _run(args: argparse.Namespace, root: Path) -> int:
     totals: Counter = Counter()
     kinds: Counter = Counter()
     failed: List[Dict[str, object]] = []
-    if args.failed_in and not args.failed_in.is_file():
-        print(f"--failed-in {args.failed_in}: no such journal file.")
-        return 2
     if args.failed_in:
-        wanted = [r["combo"] for r in journaled(args.failed_in) if r["problems"]]  # type: ignore[misc]
+        # once each, in the journal's order; a line that is no fleet-day's result is not one
+        again = [r["combo"] for r in journaled(args.failed_in) if r.get("problems")]
+        wanted = list(dict.fromkeys(again))  # type: ignore[arg-type]
         print(f"{len(wanted)} fleet-days failed in {args.failed_in}; running them again under this code", flush=True)
     else:
         wanted = [tuple(args.combo)] if args.combo else combos(args.fleet_days, args.only)  # type: ignore[list-item]

@@ -89,7 +89,7 @@ def profile(vms: int, forks: int, limit: str, work: Path) -> Dict[str, Any]:
             raise SystemExit(f"the cycle failed (rc {run.returncode}):\n{run.stdout[-3000:]}")
         records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         zero = next(r["t"] for r in records if r["kind"] == "task")
-        prepares = [a for a in bench.actions("prepare") if a["event_id"] == event_id]
+        prepares = [a for a in bench.actions("prepare") if str(a["event_id"]).upper() == event_id.upper()]
         # the prepare log's wall clock against the callback's monotonic one: both from the playbook's first task
         offset = time.time() - time.monotonic()
         starts = sorted(a["at"] - offset - zero for a in prepares)

@@ -51,7 +51,9 @@ def test_the_fleet_days_that_failed_in_an_old_journal_run_again_under_this_code(
     of the old journal run again, and this code keeps them clean."""
     old = tmp_path / "old.jsonl"
     old.write_text('{"combo": [0, "one set", "none", 300], "problems": []}\n'
-                   '{"combo": [76, "one set", "none", 300], "problems": ["over_the_limit: ..."]}\n')
+                   '{"combo": [76, "one set", "none", 300], "problems": ["over_the_limit: ..."]}\n'
+                   '{"combo": [76, "one set", "none", 300], "problems": ["over_the_limit: ..."]}\n'
+                   '{"not": "a fleet-day"}\n[1, 2]\n')
     done = subprocess.run([sys.executable, "tools/fault_model_run.py", "--failed-in", str(old), "--workers", "1"],
                           cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
