@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sys
 import tempfile
 import time
@@ -31,6 +30,7 @@ sys.path.insert(0, str(REPO))
 from imds_simulator.fleet import FleetSpec  # noqa: E402
 from tests.integration.runner import CycleBench  # noqa: E402
 from tests.live_fleet import LiveFleet  # noqa: E402
+from tools.bench_busy_cycle import children_cpu  # noqa: E402
 from tools.relay_fleet import environment  # noqa: E402
 
 CALLBACKS = REPO / "tools" / "callbacks"
@@ -63,11 +63,6 @@ def timeline(records: List[Dict[str, Any]]) -> List[TaskRow]:
         rows.append(TaskRow(task["name"], task["t"] - zero, end - task["t"], len(mine),
                             sum(1 for r in mine if r["status"] == "skipped")))
     return rows
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def profile(vms: int, forks: int, limit: str, work: Path) -> Dict[str, Any]:
