@@ -126,8 +126,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     with tempfile.TemporaryDirectory(prefix="profile-cycle-") as scratch:
         environment(Path(scratch) / "env")
         found = profile(args.vms, args.forks, args.limit, Path(scratch) / "work")
-    print(report(found, args.top, "python tools/profile_cycle.py " + " ".join(argv if argv is not None
-                                                                            else sys.argv[1:])))
+    given = argv if argv is not None else sys.argv[1:]
+    print(report(found, args.top, " ".join(["python tools/profile_cycle.py"] + given)))
     return 0
 
 
