@@ -153,8 +153,9 @@ def main(argv: List[str]) -> int:
     one_or_failed.add_argument("--combo", type=_combo, default=None,
                                help='run this one fleet-day only, as a failure prints it: [seed, fleet, faults, how]')
     one_or_failed.add_argument("--failed-in", type=Path, default=None, metavar="JOURNAL",
-                        help="run only the fleet-days that failed in this journal (an earlier version's), under "
-                             "this code: what a fix of the judge or of the code leaves of a long run's failures")
+                               help="run only the fleet-days that failed in this journal (an earlier version's), "
+                                    "under this code: what a fix of the judge or of the code leaves of a long run's "
+                                    "failures")
     args = parser.parse_args(argv)
     if args.failed_in and not args.failed_in.is_file():
         print(f"--failed-in {args.failed_in}: no such journal file.")

@@ -79,6 +79,6 @@ def archive(files: Mapping[str, bytes]) -> bytes:
         for name in sorted(members):
             info = zipfile.ZipInfo(name, date_time=_EPOCH)
             info.external_attr = 0o644 << 16
-            info.compress_type = zipfile.ZIP_STORED  # deflate's bytes differ between zlib builds: a change per controller
+            info.compress_type = zipfile.ZIP_STORED  # zlib builds deflate differently (see _EPOCH)
             bundle.writestr(info, members[name])
     return buffer.getvalue()
