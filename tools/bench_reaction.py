@@ -163,15 +163,20 @@ def prepares_of(bench: CycleBench, event_id: str) -> Dict[str, float]:
     return found
 
 
-def settled(fleet: LiveFleet, bench: CycleBench, event_id: str) -> bool:
-    """Every listed VM prepared, or the event gone (a Preempt that ran out), or past its NotBefore: waiting longer
-    would not help."""
-    for event in fleet.truth():
-        if event["event_id"] == event_id:
-            if set(event["resources"]) <= set(prepares_of(bench, event_id)):
-                return True
-            return event["removed_at"] is not None or (epoch(event["not_before"]) or 0) + 10 < time.time()
-    return False
+def settled(fleet: LiveFleet, bench: CycleBench, event_ids: List[str]) -> bool:
+    """For every event: every listed VM prepared, or the event gone (a Preempt that ran out), or past its NotBefore:
+    waiting longer would not help. One read of the simulator and of the prepare log per call (a burst polls it)."""
+    truth = {e["event_id"].upper(): e for e in fleet.truth()}
+    prepared = {(str(a["event_id"]).upper(), a["host"]) for a in bench.actions("prepare")}
+    for event_id in event_ids:
+        event = truth.get(event_id.upper())
+        if event is None:
+            return False
+        if all((event_id.upper(), vm) in prepared for vm in event["resources"]):
+            continue
+        if event["removed_at"] is None and (epoch(event["not_before"]) or 0) + 10 >= time.time():
+            return False
+    return True
 
 
 def over(fleet: LiveFleet, bench: CycleBench, event_ids: List[str]) -> bool:
@@ -261,7 +266,7 @@ def run_eda(size: int, shapes: List[str], events: int, burst: int, collections: 
                 ids += wave_ids
                 used += [vm for spec in wave for vm in spec["resources"].get("names", [])]
                 try:  # an event still unprepared after WAIT_PREPARE_S is reported as such; the next wave comes
-                    wait_for(lambda: all(settled(fleet, bench, i) for i in wave_ids), WAIT_PREPARE_S,
+                    wait_for(lambda: settled(fleet, bench, wave_ids), WAIT_PREPARE_S,
                              f"{shape} wave to settle", interval=0.5)
                 except OutOfTime:
                     if time.monotonic() > DEADLINE[0]:
@@ -318,7 +323,7 @@ def run_watch(size: int, events: int) -> Result:
         for n, (wave,) in enumerate(waves("one-vm", fleet, events, 0, [])):
             ids.append(inject(fleet, wave, n))
             time.sleep(WATCH_GAP_S)
-        wait_for(lambda: all(settled(fleet, bench, i) for i in ids), WAIT_PREPARE_S + 120, "the events to settle",
+        wait_for(lambda: settled(fleet, bench, ids), WAIT_PREPARE_S + 120, "the events to settle",
                  interval=1.0)
         cpu1 = tree_cpu(proc.pid)
         return Result("watch", size, "one-vm", outcomes(fleet, bench, ids), controller_cpu_s=(cpu1 - cpu0) / events,
