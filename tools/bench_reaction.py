@@ -72,6 +72,8 @@ WATCH_GAP_S = 10.0    # between two events of the watch's stream
 WAIT_PREPARE_S = 240  # how long an event may wait for its first prepare (a Preempt: until it is gone);
 #                      one not prepared by the end of its size's run counts as missed
 DEADLINE: List[float] = [0.0]  # the whole run's monotonic deadline
+WATCH_SETTINGS = "watch_round_seconds 30, watch_poll_interval 1 (the defaults the README's command runs with)"
+EDA_FORKS = "forks 5 (Ansible's default: the bench's ANSIBLE_CONFIG sets none, as the README's rulebook command)"
 ROUND_STARTS = "TASK [Wait for this host's document to change]"  # the first task of each watch round
 
 
@@ -303,9 +305,9 @@ def run_watch(size: int, events: int) -> Result:
     fleet = LiveFleet(None, time_scale=1.0, fleet=FleetSpec(name=f"avset-watch-{size}", vms=size, fault_domains=3))
     bench = CycleBench(fleet, work)
     window = events * WATCH_GAP_S + WAIT_PREPARE_S + 120
-    command, env = bench.command("watch", False, True, True, {
-        "watch_seconds": window + 120, "watch_poll_interval": 1, "watch_round_seconds": 10}, size,
-        capture_env(work / "cycles.jsonl"))
+    # The README's watch: its round and poll settings at their defaults (WATCH_SETTINGS), forks = hosts as it says.
+    command, env = bench.command("watch", False, True, True, {"watch_seconds": window + 120}, size,
+                                 capture_env(work / "cycles.jsonl"))
     proc: Optional[subprocess.Popen] = None
     try:
         with (work / "watch.log").open("w") as log:
@@ -367,13 +369,13 @@ def render(results: List[Result], argv: List[str], wall: float) -> str:
         f"head {head}{' with uncommitted changes' if dirty else ''}, {wall / 60:.1f} wall minutes, this project's "
         "2-core machine (shared and noisy).", "",
         "Time scale 1. Event-driven: a relay process per VM (poll 1 s, heartbeat 30 s), the real ansible-rulebook with "
-        "the collection's rulebook and its default forks; shapes one after the other on the same fleet, each wave "
+        "the collection's rulebook, " + EDA_FORKS + "; shapes one after the other on the same fleet, each wave "
         f"over (its events gone, {STARTED_FOR_S} s after they start, and their recovers run) and {EDA_GAP_S:g} s "
         "apart: fault-domain (a Platform Reboot of every VM of fault domain 0, 900 s "
         "notice), one-vm (half Preempt with 30 s notice, half Reboot with 900 s, one VM each), burst (one-VM Preempts "
         "within one second, 30 s notice, VMs of every fault domain), burst-short (the same, notices drawn from "
         f"{BURST_SHORT_NOTICE_S[0]} to {BURST_SHORT_NOTICE_S[1]} s). Watch: `azure_imds.scheduled_events.watch`, "
-        f"forks = VMs, the one-vm mix as a stream (one every {WATCH_GAP_S:g} s). First / last prepare = the event "
+        f"forks = VMs, {WATCH_SETTINGS}, the one-vm mix as a stream (one every {WATCH_GAP_S:g} s). First / last prepare = the event "
         "appears in the simulator -> the first / last of its VMs' prepares starts (the prepare log). Controller "
         "CPU: the rulebook's (or the watch's) process tree, children included, over the shape's events, per event.",
         "",
