@@ -22,3 +22,11 @@ def test_each_mutant_run_on_one_kind_of_fleet_day_is_a_mutant() -> None:
     from tools.invariant_mutants import MUTATIONS, ONLY
     from tools.fault_model_run import KINDS
     assert set(ONLY) <= set(MUTATIONS) and set(ONLY.values()) <= set(KINDS)
+
+
+def test_docs_list_the_mutants_the_tool_runs_in_its_order() -> None:
+    """docs/reliability.md lists what `make invariant-mutants` reverts: a mutant added, renamed or dropped in the
+    tool and not in the page (or the other way) would make the page's \"22 of 22\" speak of another set."""
+    page = (REPO / "docs" / "reliability.md").read_text()
+    listed = page.split("The mutants `make invariant-mutants` runs today", 1)[1].split("\n\n", 2)[1]
+    assert [line[2:] for line in listed.splitlines() if line.startswith("- ")] == list(MUTATIONS)
