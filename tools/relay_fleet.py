@@ -275,14 +275,19 @@ class RelayFleet:
         # Any cycle the relays' first pushes ask for must be over (and none for 5 s), so that the first
         # event does not wait behind start-up work.
         time.sleep(10)
+        self.wait_idle(180 + size, "the start-up cycles to end")
+
+    def wait_idle(self, timeout: float, what: str, quiet_s: float = 5.0) -> None:
+        """Until no cycle has run under the rulebook for `quiet_s`: news on a VM a running cycle already read waits
+        for that cycle's end, so a measurement started earlier would time the cycle before it, not its own."""
         quiet_since = [time.monotonic()]
 
         def settled_down() -> bool:
             if cycling(self.rulebook.pid):
                 quiet_since[0] = time.monotonic()
-            return time.monotonic() - quiet_since[0] >= 5
+            return time.monotonic() - quiet_since[0] >= quiet_s
 
-        self.wait(settled_down, 180 + size, "the start-up cycles to end", interval=0.5)
+        self.wait(settled_down, timeout, what, interval=0.5)
 
     def check_alive(self) -> None:
         if self.rulebook is None or self.rulebook.poll() is not None:
