@@ -5,8 +5,8 @@ Per fleet size N (time scale 1, an availability set of N VMs in 3 fault domains,
 127.0.0.1), event-driven: a relay process per VM (poll_interval 1.0 s, heartbeat 30 s) on its VM's IMDS root, the
 real `ansible-rulebook -r azure_imds.scheduled_events.scheduled_events` with --vars (token_file, listen_port,
 expected_hosts, prepare_tasks, recover_tasks: the test log tasks), forks = the rulebook's default. Shapes, in this
-order on the same relays and rulebook (each wave's events are gone and their recovers run, and 15 s pass, before
-the next wave):
+order on the same relays and rulebook (each wave's events are gone, their recovers run, no cycle has run under the
+rulebook for 5 s, and 15 s more pass, before the next wave):
 - fault-domain: a Platform Reboot (900 s notice) of every VM of fault domain 0 (a third of the set), one at a time;
 - one-vm: half Preempt (30 s notice), half Reboot (900 s), one VM of fault domain 0 each, one at a time (the
   fault-domain limit never defers one: each reaction is the path's own);
@@ -377,12 +377,13 @@ def render(results: List[Result], argv: List[str], wall: float) -> str:
         "2-core machine (shared and noisy).", "",
         "Time scale 1. Event-driven: a relay process per VM (poll 1 s, heartbeat 30 s), the real ansible-rulebook with "
         "the collection's rulebook, " + EDA_FORKS + "; shapes one after the other on the same fleet, each wave "
-        f"over (its events gone, {STARTED_FOR_S} s after they start, and their recovers run) and {EDA_GAP_S:g} s "
-        "apart: fault-domain (a Platform Reboot of every VM of fault domain 0, 900 s "
+        f"over (its events gone, {STARTED_FOR_S} s after they start, their recovers run, and no cycle under the "
+        f"rulebook for 5 s) and {EDA_GAP_S:g} s apart: fault-domain (a Platform Reboot of every VM of fault domain 0, 900 s "
         "notice), one-vm (half Preempt with 30 s notice, half Reboot with 900 s, one VM each), burst (one-VM Preempts "
         "within one second, 30 s notice, VMs of every fault domain), burst-short (the same, notices drawn from "
         f"{BURST_SHORT_NOTICE_S[0]} to {BURST_SHORT_NOTICE_S[1]} s). Watch: `azure_imds.scheduled_events.watch`, "
-        f"forks = VMs, {WATCH_SETTINGS}, the one-vm mix as a stream (one every {WATCH_GAP_S:g} s). First / last prepare = the event "
+        f"forks = VMs, {WATCH_SETTINGS}, the one-vm mix as a stream (one every {WATCH_GAP_S:g} s). "
+        "First / last prepare = the event "
         "appears in the simulator -> the first / last of its VMs' prepares starts (the prepare log). Controller "
         "CPU: the rulebook's (or the watch's) process tree, children included, over the shape's events, per event.",
         "",
