@@ -45,7 +45,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 
 REPO = Path(__file__).resolve().parent.parent
@@ -165,11 +165,16 @@ def prepares_of(bench: CycleBench, event_id: str) -> Dict[str, float]:
     return found
 
 
+def done_pairs(bench: CycleBench, kind: str) -> Set[Tuple[str, str]]:
+    """(EVENT ID, host) for each prepare or recover the log shows: one read of it."""
+    return {(str(a["event_id"]).upper(), a["host"]) for a in bench.actions(kind)}
+
+
 def settled(fleet: LiveFleet, bench: CycleBench, event_ids: List[str]) -> bool:
     """For every event: every listed VM prepared, or the event gone (a Preempt that ran out), or past its NotBefore:
     waiting longer would not help. One read of the simulator and of the prepare log per call (a burst polls it)."""
     truth = {e["event_id"].upper(): e for e in fleet.truth()}
-    prepared = {(str(a["event_id"]).upper(), a["host"]) for a in bench.actions("prepare")}
+    prepared = done_pairs(bench, "prepare")
     for event_id in event_ids:
         event = truth.get(event_id.upper())
         if event is None:
@@ -182,16 +187,16 @@ def settled(fleet: LiveFleet, bench: CycleBench, event_ids: List[str]) -> bool:
 
 
 def over(fleet: LiveFleet, bench: CycleBench, event_ids: List[str]) -> bool:
-    """Every event gone, and every VM prepared for one that is still there (not deleted by it) recovered."""
+    """Every event gone, and every VM prepared for one that is still there (not deleted by it) recovered. One read
+    of the simulator and of each log per call, as settled()."""
     truth = {e["event_id"].upper(): e for e in fleet.truth()}
-    recovered = {(str(a["event_id"]).upper(), a["host"]) for a in bench.actions("recover")}
+    owed = done_pairs(bench, "prepare") - done_pairs(bench, "recover")
     for event_id in event_ids:
         event = truth.get(event_id.upper())
         if event is None or event["removed_at"] is None:
             return False
-        if event["event_type"] not in ("Preempt", "Terminate"):
-            if any((event_id.upper(), vm) not in recovered for vm in prepares_of(bench, event_id)):
-                return False
+        if event["event_type"] not in ("Preempt", "Terminate") and any(key == event_id.upper() for key, _ in owed):
+            return False
     return True
 
 
@@ -243,6 +248,16 @@ class Result:
     histories: List[Path] = field(default_factory=list)   # what the run recorded (cycles' callback, relays)
 
 
+def bounded(wait: Callable[[], Any], late: str) -> None:
+    """Run a bounded wait; past its bound, say `late` and go on, unless the whole run is out of time."""
+    try:
+        wait()
+    except OutOfTime:
+        if time.monotonic() > DEADLINE[0]:
+            raise
+        print(f"  {late}", flush=True)
+
+
 def run_eda(size: int, shapes: List[str], events: int, burst: int, collections: Path,
             results: List[Result]) -> None:
     """Each shape on one fleet of `size` VMs, its Result appended to `results` as it ends (kept if a later one
@@ -267,28 +282,19 @@ def run_eda(size: int, shapes: List[str], events: int, burst: int, collections: 
                 n += len(wave)
                 ids += wave_ids
                 used += [vm for spec in wave for vm in spec["resources"].get("names", [])]
-                try:  # an event still unprepared after WAIT_PREPARE_S is reported as such; the next wave comes
-                    wait_for(lambda: settled(fleet, bench, wave_ids), WAIT_PREPARE_S,
-                             f"{shape} wave to settle", interval=0.5)
-                except OutOfTime:
-                    if time.monotonic() > DEADLINE[0]:
-                        raise
-                    print(f"  a {shape} wave was not prepared within {WAIT_PREPARE_S} s", flush=True)
+                # an event still unprepared after WAIT_PREPARE_S is reported as such; the next wave comes
+                bounded(lambda: wait_for(lambda: settled(fleet, bench, wave_ids), WAIT_PREPARE_S,
+                                         f"{shape} wave to settle", interval=0.5),
+                        f"a {shape} wave was not prepared within {WAIT_PREPARE_S} s")
                 max_rss = max(max_rss, run.relay_max_rss())
-                try:  # each wave on a quiet fleet: its events gone and their recovers run (bounded)
-                    wait_for(lambda: over(fleet, bench, wave_ids), WAIT_PREPARE_S, f"{shape} wave to end",
-                             interval=1.0)
-                except OutOfTime:
-                    if time.monotonic() > DEADLINE[0]:
-                        raise
-                    print(f"  a {shape} wave did not end within {WAIT_PREPARE_S} s", flush=True)
-                try:  # and its last cycle over: the next wave's news would otherwise wait for it (2026-11-28, 200
-                    #  VMs: a one-VM Preempt missed behind the 67-host recover cycle of the wave before)
-                    run.wait_idle(WAIT_PREPARE_S, f"the {shape} wave's last cycle to end")
-                except OutOfTime:
-                    if time.monotonic() > DEADLINE[0]:
-                        raise
-                    print(f"  a cycle of the {shape} wave still ran after {WAIT_PREPARE_S} s", flush=True)
+                # each wave on a quiet fleet: its events gone and their recovers run
+                bounded(lambda: wait_for(lambda: over(fleet, bench, wave_ids), WAIT_PREPARE_S,
+                                         f"{shape} wave to end", interval=1.0),
+                        f"a {shape} wave did not end within {WAIT_PREPARE_S} s")
+                # and its last cycle over: the next wave's news would otherwise wait for it (2026-11-28, 200 VMs: a
+                # one-VM Preempt missed behind the 67-host recover cycle of the wave before)
+                bounded(lambda: run.wait_idle(WAIT_PREPARE_S, f"the {shape} wave's last cycle to end"),
+                        f"a cycle of the {shape} wave still ran after {WAIT_PREPARE_S} s")
                 time.sleep(EDA_GAP_S)
                 run.check_alive()
             cpu1, wall1, relay_cpu1 = run.controller_cpu(), time.monotonic(), run.relay_cpu()
