@@ -51,6 +51,9 @@ HEADER = """---
 # fails in a round rejoins the next one, and the watch then ends failed, naming it. (A host that becomes
 # unreachable in the middle of a cycle stays out: Ansible keeps unreachable hosts out of later plays.)
 
+- name: Stop here when the target matches no host
+  ansible.builtin.import_playbook: target_check.yml
+
 - name: Watch - set up
   hosts: "{{{{ target | default('azure_vms') }}}}"
   gather_facts: false
