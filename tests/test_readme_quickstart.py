@@ -3,8 +3,9 @@
 From the README itself: the collection is built and installed from its tarball (not the test
 session's staged copy), the inventory is the README's, and each command runs through bash as a user
 would type it. The only changes are where things live: the clone is a copy of this work tree, the
-cron line's directory and log are temporary, and `host_vars/` beside the inventory points each VM
-at its simulated IMDS root over a local connection (Ansible reads host_vars next to an inventory).
+cron line's directory, log and ansible-playbook path are temporary, and `host_vars/` beside the
+inventory points each VM at its simulated IMDS root over a local connection (Ansible reads host_vars
+next to an inventory).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ README = (REPO / "README.md").read_text()
 BIN = Path(sys.executable).parent
 CRON_DIR = "/etc/ansible/maintenance"
 CRON_LOG = "/var/log/azure-maintenance.log"
+CRON_PLAYBOOK = "/usr/local/bin/ansible-playbook"  # cron's PATH finds no venv: the line gives a full path
 
 
 def section(title: str) -> str:
@@ -108,7 +110,11 @@ def test_the_readme_quick_start_runs_against_simulated_vms(tmp_path: Path, user_
         (schedule_line,) = [line for line in cron.splitlines() if line.strip()]
         fields = schedule_line.split(None, 5)
         assert fields[:5] == ["*/5", "*", "*", "*", "*"], "a 5-minute schedule"
-        command = fields[5].replace(CRON_DIR, str(site)).replace(CRON_LOG, str(tmp_path / "cron.log"))
+        assert f"&& {CRON_PLAYBOOK} " in fields[5], "a full path: cron's PATH is /usr/bin:/bin"
+        playbook = shutil.which("ansible-playbook", path=user_env.get("PATH"))
+        assert playbook, "the test's ansible-playbook"
+        command = (fields[5].replace(CRON_DIR, str(site)).replace(CRON_LOG, str(tmp_path / "cron.log"))
+                   .replace(CRON_PLAYBOOK, playbook))
         assert command != fields[5], "the cron line names the directory and log the test replaces"
         cycle = run(command, site, user_env)
         log = (tmp_path / "cron.log").read_text()

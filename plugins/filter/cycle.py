@@ -16,6 +16,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle import (
     cycle_policy,
     deleted,
+    plan_table,
     run_name,
     split_sets,
     transition,
@@ -85,6 +86,16 @@ def read_vms(hosts, hostvars):
     return seen
 
 
+def cycle_plan_table(plan, hostvars, check_mode=False):
+    """The plan as lines an operator reads (cycle/plan_table.py), with what each host's read saw listing its VM."""
+    seen = {}
+    for host in (plan or {}).get("hosts") or {}:
+        read = hostvars[host].get("maintenance_cycle_query") if host in hostvars else None
+        if views.was_read(read):
+            seen[host] = [e.get("event_id") for e in read.get("events_for_this_vm") or () if isinstance(e, dict)]
+    return plan_table.plan_table(plan, seen, bool(check_mode))
+
+
 def cycle_confirm(plan, alive_hosts):
     return _guard(cycle_policy.confirm_approvals, plan, list(alive_hosts))
 
@@ -142,4 +153,4 @@ class FilterModule(object):
         return {"cycle_plan": cycle_plan, "cycle_confirm": cycle_confirm, "cycle_state": cycle_state, "cycle_step_state": cycle_step_state,
                 "cycle_run_name": cycle_run_name, "watch_start": watch_start, "watch_timing": watch_timing,
                 "watch_after_round": watch_after_round, "watch_done": watch_done, "read_vms": read_vms,
-                "outside_vms": outside_vms}
+                "outside_vms": outside_vms, "cycle_plan_table": cycle_plan_table}

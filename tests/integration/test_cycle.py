@@ -423,12 +423,25 @@ def test_the_role_on_its_own_ends_quiet_hosts_and_leaves_no_lock(tmp_path: Path)
         fleet.close()
 
 
-def test_check_mode_approves_nothing_and_writes_no_state(bench: CycleBench) -> None:
+def test_check_mode_approves_nothing_writes_no_state_and_prints_what_it_would_do(bench: CycleBench) -> None:
     run = bench.run(check=True)
     assert run.returncode == 0, run.stdout[-3000:]
     assert bench.fleet.approvals() == []
     assert all(bench.state(h) is None for h in bench.hosts)
     assert bench.actions() == []  # the recording task itself honours check mode
+    # the plan, once, host by host: each listed VM would prepare, its leader (the first listed) would approve
+    (event,) = bench.fleet.truth()
+    short = event["event_id"][:8]
+    assert run.stdout.count("Check mode: nothing is prepared, approved, recovered or saved") == 1
+    listed = list(event["resources"])
+    cells = [line.strip().strip('",').split() for line in run.stdout.splitlines() if line.strip().startswith('"')]
+    rows = {row[0]: row for row in cells if row and row[0] in bench.hosts}
+    assert sorted(rows) == sorted(listed), "a row for each host with news, none for the quiet ones"
+    leader = listed[0]
+    for vm in listed:
+        cells = rows[vm]
+        assert cells[-4:-1] == [short, short, short if vm == leader else "-"], cells
+    assert f"{len(bench.hosts) - len(listed)} quiet hosts not shown" in run.stdout
 
 
 @pytest.mark.parametrize("bench", [("degraded-hardware", 1.0)], indirect=True)
@@ -551,3 +564,16 @@ def test_role_documentation_renders_every_entry_point() -> None:
     entry_points = json.loads(doc.stdout)["azure_imds.scheduled_events.maintenance_cycle"]["entry_points"]
     assert set(entry_points) == {"main", "query", "recover", "prepare", "approve", "finish"}
     assert "maintenance_cycle_max_fault_domains_in_maintenance" in entry_points["main"]["options"]
+
+
+@pytest.mark.parametrize("playbook", ["cycle", "watch", "approve", "collect"])
+def test_a_target_that_matches_no_host_fails_the_run_in_one_sentence(bench: CycleBench, playbook: str) -> None:
+    """Ansible skips a play whose pattern matches nothing and exits 0: a scheduled run with a mistyped target
+    would do nothing for ever and say it succeeded."""
+    run = bench.run(playbook, extra={"target": "azure_vmz", "event_ids": "X"})
+    assert run.returncode != 0, run.stdout
+    assert ("The target 'azure_vmz' matches no host of the inventory (its groups: azure_vms), so nothing was read, "
+            "prepared or approved; pass -e target= a group, host or pattern of the inventory.") in run.stdout
+    assert "Traceback" not in run.stdout + run.stderr
+    assert bench.fleet.approvals() == [] and bench.actions() == []
+    assert not (bench.work / "state").exists(), "no VM was contacted"

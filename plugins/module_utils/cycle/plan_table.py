@@ -1,0 +1,80 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to azure_imds.scheduled_events
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The cycle's plan as lines an operator reads: one row per host with something to show (what its read saw, what
+it prepares, which approvals it sends as leader, what it recovers), then each event that waits, with why.
+
+The role prints it once per cycle, after the plan; under --check it is what the run would do now (nothing is
+prepared, approved, recovered or saved).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+COLUMNS = ("host", "unit", "read", "seen", "prepare", "approve", "recover")
+# The plan's lists of what waits, in the order the table gives them, with the word it says before the reason (an
+# event prepared late is in `waiting` too, with its reason)
+WAITS = (("refused", "refused"), ("deferred", "deferred"), ("waiting", "not approved now"))
+# A host with anything in these lists gets a row
+NEWS = ("prepare", "approve", "recover") + tuple(key for key, _word in WAITS)
+
+
+def short_id(event_id):
+    """An event id's first 8 characters: enough to tell a cycle's events apart in a row."""
+    return str(event_id)[:8]
+
+
+def _ids(items):
+    return [short_id(item["event_id"] if isinstance(item, dict) else item) for item in items or ()]
+
+
+def _cell(ids):
+    return ", ".join(ids) if ids else "-"
+
+
+def _row(host, host_plan, seen):
+    return (host, str(host_plan.get("fault_domain") or "?"), str(host_plan.get("status") or "?"), _cell(_ids(seen)),
+            _cell(_ids(host_plan.get("prepare"))), _cell(_ids(host_plan.get("approve"))),
+            _cell(_ids(host_plan.get("recover"))))
+
+
+def _has_news(host_plan, seen):
+    return bool(seen or host_plan.get("status") != "fresh"
+                or any(host_plan.get(key) for key in NEWS))
+
+
+def _waits(host, host_plan):
+    lines = []
+    for key, word in WAITS:
+        for item in host_plan.get(key) or ():
+            event_id = item["event_id"] if isinstance(item, dict) else item
+            reason = item.get("reason") if isinstance(item, dict) else ""
+            lines.append("%s %s %s%s" % (host, short_id(event_id), word, (": " + reason) if reason else ""))
+    return lines
+
+
+def plan_table(plan, seen=None, check_mode=False):
+    """[lines]: the heading, the aligned rows of the hosts with news, what waits and why, and the quiet count; none
+    when every host is quiet, outside check mode.
+
+    `plan` is cycle_policy.plan_cycle's; `seen` is {host: [event ids its read shows listing its VM]}."""
+    seen = seen or {}
+    hosts = plan.get("hosts") or {}
+    shown = [h for h in sorted(hosts) if _has_news(hosts[h], seen.get(h))]
+    heading = ("Check mode: nothing is prepared, approved, recovered or saved; this cycle would do this now "
+               "(ids shortened to 8 characters):" if check_mode else
+               "This cycle's plan (ids shortened to 8 characters):")
+    if not shown:  # said under --check, where it is the answer; a cycle that does nothing says nothing
+        return [heading, "every one of the %d hosts is quiet: nothing to prepare, approve or recover" % len(hosts)
+                ] if check_mode else []
+    rows = [COLUMNS] + [_row(h, hosts[h], seen.get(h)) for h in shown]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    lines = [heading] + ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    waits = [line for h in shown for line in _waits(h, hosts[h])]
+    if waits:
+        lines += ["waits:"] + ["  " + line for line in waits]
+    quiet = len(hosts) - len(shown)
+    if quiet:
+        lines.append("%d quiet host%s not shown" % (quiet, "" if quiet == 1 else "s"))
+    return lines
