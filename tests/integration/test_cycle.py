@@ -577,3 +577,13 @@ def test_a_target_that_matches_no_host_fails_the_run_in_one_sentence(bench: Cycl
     assert "Traceback" not in run.stdout + run.stderr
     assert bench.fleet.approvals() == [] and bench.actions() == []
     assert not (bench.work / "state").exists(), "no VM was contacted"
+
+
+def test_a_bad_setting_fails_the_cycle_in_one_sentence_without_the_roles_specification(bench: CycleBench) -> None:
+    run = bench.run(extra={"maintenance_cycle_max_fault_domains_in_maintenance": "two"})
+    assert run.returncode != 0
+    assert ("A setting of the maintenance_cycle role is not valid, so nothing was read or approved: argument "
+            "'maintenance_cycle_max_fault_domains_in_maintenance' is of type str") in run.stdout
+    assert "argument_spec_data" not in run.stdout and "Traceback" not in run.stdout + run.stderr
+    assert len(run.stdout) < 3000 * len(bench.hosts), "the error, not the 38 KB specification"
+    assert bench.fleet.approvals() == [] and not (bench.work / "state").exists()
