@@ -306,7 +306,9 @@ def test_event_type_filter_drains_only_for_events_that_take_the_vm_down() -> Non
     assert plan["vm0"] == {"prepare": ["reboot"], "approve": ["reboot"], "waiting": []}
     assert plan["vm1"] == {"prepare": [], "approve": ["short"], "waiting": []}
     assert plan["vm2"]["prepare"] == [] and plan["vm2"]["approve"] == []
-    assert plan["vm2"]["waiting"] == ["no prepare tasks run for Freeze events, so it is left to NotBefore"]
+    assert plan["vm2"]["waiting"] == ["no prepare tasks run for Freeze events, so it is left to NotBefore: Azure starts "
+                                      "it then, and no cycle approves it early; with prepare tasks for them it is "
+                                      "approved once every listed host is prepared"]
     assert plan["vm3"] == {"prepare": ["user"], "approve": ["user"], "waiting": []}
     assert _plan({})["vm2"]["prepare"] == ["long"], "without the file a long Freeze is drained"
 

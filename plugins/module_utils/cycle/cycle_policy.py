@@ -365,6 +365,10 @@ def _planned(event):
     return {"event_id": event["event_id"], "event_type": event["event_type"], "resources": list(event["resources"])}
 
 
+# What "left to NotBefore" means, said with it: not final for the event, only for early approval
+AT_NOT_BEFORE = ": Azure starts it then, and no cycle approves it early"
+
+
 def _approval_refusal(event, hosts, views, plan, by_vm, admitted, policy):
     """None to approve now, "" when already approved, else why not (one phrase)."""
     key = event["event_id"].upper()
@@ -375,7 +379,7 @@ def _approval_refusal(event, hosts, views, plan, by_vm, admitted, policy):
     if not event.get("known_type", True) or not event.get("known_status", True):
         return "unknown EventType or EventStatus"
     if event["event_type"] in policy["leave_to_not_before"]:
-        return "policy leaves %s events to NotBefore" % event["event_type"]
+        return "policy leaves %s events to NotBefore%s" % (event["event_type"], AT_NOT_BEFORE)
     unseen = [h for h in hosts if views[h]["status"] != FRESH]
     if unseen:
         return "; ".join(("%s was left alone" if views[h]["left_alone"] else UNSEEN_REASONS[views[h]["status"]]) % h
@@ -384,20 +388,22 @@ def _approval_refusal(event, hosts, views, plan, by_vm, admitted, policy):
     if outside and not policy["approve_outside_inventory"]:
         return "lists VMs outside this play (%s)" % ", ".join(outside)
     if admitted[key] == "deferred":
-        return "affected hosts wait for their fault domain (%s)" % ", ".join(hosts)
+        return ("affected hosts wait for their fault domain (%s): prepared once the limit leaves room, or late as "
+                "NotBefore nears" % ", ".join(hosts))
     if admitted[key] == "late" or any(_record_of(views[h], event).get("late") for h in hosts):
-        return "over the fault-domain limit: prepared as NotBefore is near, and left to NotBefore"
+        return "over the fault-domain limit: prepared as NotBefore is near, and left to NotBefore" + AT_NOT_BEFORE
     wanted = prepare_wanted(event, policy)
     unprepared = [h for h in hosts if _prepare_of(views[h], event) != PREPARE_DONE
                   and all(e["event_id"].upper() != key for e in plan[h]["prepare"])]
     if wanted and unprepared:  # an event approved at once too (a user's reboot): prepared in this cycle first
-        return "not prepared on %s" % ", ".join(unprepared)
+        return "not prepared on %s: approved once every listed host is prepared" % ", ".join(unprepared)
     if _at_once(event, policy):
         return None
     if not policy["approve_prepared_events"]:
-        return "policy leaves %s events to NotBefore" % event["event_type"]
+        return "policy leaves %s events to NotBefore%s" % (event["event_type"], AT_NOT_BEFORE)
     if not wanted:
-        return "no prepare tasks run for %s events, so it is left to NotBefore" % event["event_type"]
+        return ("no prepare tasks run for %s events, so it is left to NotBefore%s; with prepare tasks for them it is "
+                "approved once every listed host is prepared" % (event["event_type"], AT_NOT_BEFORE))
     return None
 
 

@@ -86,7 +86,7 @@ def test_a_host_prepares_only_events_its_own_read_shows_so_that_its_write_ahead_
         assert set(ids(host_plan["prepare"])) <= set(ids(written["events"])), f"{host} prepares what it records"
     assert ids(p["hosts"]["vm0"]["prepare"]) == [] and ids(p["hosts"]["vm1"]["prepare"]) == [IDS["E1"]]
     waiting = [w["reason"] for h in p["hosts"].values() for w in h["waiting"]]
-    assert all(h["approve"] == [] for h in p["hosts"].values()) and waiting == ["not prepared on vm0"]
+    assert all(h["approve"] == [] for h in p["hosts"].values()) and waiting == ["not prepared on vm0: approved once every listed host is prepared"]
 
 
 @pytest.mark.parametrize("newer_first", [True, False])
@@ -101,7 +101,7 @@ def test_regression_a_host_prepares_only_events_its_own_read_lists_it_in(newer_f
     p = plan(dict(reversed(list(reads.items()))) if newer_first else reads)
     assert ids(p["hosts"]["vm0"]["prepare"]) == [] and ids(p["hosts"]["vm1"]["prepare"]) == [IDS["E1"]]
     assert all(h["approve"] == [] for h in p["hosts"].values())
-    assert [w["reason"] for h in p["hosts"].values() for w in h["waiting"]] == ["not prepared on vm0"]
+    assert [w["reason"] for h in p["hosts"].values() for w in h["waiting"]] == ["not prepared on vm0: approved once every listed host is prepared"]
 
 
 def test_a_prepared_event_is_approved_once_by_its_first_listed_host() -> None:
@@ -149,7 +149,8 @@ def test_types_left_to_not_before_and_unknown_types_are_never_approved() -> None
     p = plan({"vm0": result("vm0", 0, [reboot, odd])}, {"leave_to_not_before": ["Reboot"]})
     reasons = sorted(w["reason"] for w in p["hosts"]["vm0"]["waiting"])
     assert p["hosts"]["vm0"]["approve"] == []
-    assert reasons == ["policy leaves Reboot events to NotBefore", "unknown EventType or EventStatus"]
+    assert reasons == ["policy leaves Reboot events to NotBefore: Azure starts it then, and no cycle approves it early",
+                       "unknown EventType or EventStatus"]
 
 
 def test_an_event_listing_vms_outside_the_target_is_refused_unless_allowed() -> None:
