@@ -200,6 +200,7 @@ def test_without_prepare_tasks_only_user_events_and_short_freezes_are_approved_e
         assert {e["event_id"]: e["status"] for e in fleet.truth()}[platform_id] == "Scheduled"
         stats = run.stdout.split("CUSTOM STATS")[1]
         assert user_id in stats and freeze_id in stats, "set_stats names what was approved"
+        assert "[]" not in stats, "only the lists with something in them"
     finally:
         fleet.close()
 
