@@ -29,6 +29,9 @@ def summary_of(sources: List[str]) -> str:
     import event_analysis.plots as plots  # matplotlib only for the summary, not for to-parquet
 
     view = ea.open_history(sources[0] if len(sources) == 1 else sources)
+    if view.report.records == 0:  # a garbage file is no quiet history: say so, and fail
+        raise ea.HistoryError(f"no valid record in {', '.join(sources)}, so there is nothing to summarise "
+                              f"({view.report.summary()[:-1]}).")
     lines = [view.description]
     lines += [f"  {e.file}:{e.line}: {e.reason}: {e.text}" for e in view.report.examples]
     lifecycles = view.lifecycles

@@ -105,6 +105,29 @@ def _figure(panel_rows: Sequence[int], title: str) -> Tuple[Figure, List[Axes]]:
     return fig, list(axes[:, 0])
 
 
+def _stamped(fig: Figure, frame: pd.DataFrame) -> Figure:
+    """The figure, its title saying SIMULATED when the history it was drawn from is (the frame's `simulated`, from
+    the history's sidecar): a figure is shown and shared without the notebook's text around it."""
+    if frame.attrs.get("simulated"):
+        title = fig.get_suptitle()
+        fig.suptitle("SIMULATED data, not Azure's behaviour" + (f"\n{title}" if title else ""), color="tab:red")
+    return fig
+
+
+def _share_x(axes: Sequence[Axes], rows: pd.DataFrame, low: str, high: str) -> None:
+    """One x scale and one range for every panel, from all the rows (each panel alone may have chosen its own)."""
+    values = pd.concat([rows[low], rows[high]]).astype("float64").dropna()
+    if values.empty:
+        return
+    first, last = float(values.min()), float(values.max())
+    wide = first > 0 and last / first > 100
+    # a margin on each side, so that no segment starts on the frame (segments are collections: no autoscale)
+    lo, hi = (first / 1.5, last * 1.5) if wide else (first - 0.05 * (last - first or 1), last + 0.05 * (last - first or 1))
+    for ax in axes:
+        ax.set_xscale("log" if wide else "linear")
+        ax.set_xlim(lo, hi)
+
+
 def _log_if_wide(ax: Axes, rows: pd.DataFrame, low: str, high: str) -> None:
     """Log x when values span more than two decades (a days-long Redeploy notice next to 10-minute
     ones would squash them all into one pixel); only possible when every bound is positive."""
@@ -191,7 +214,7 @@ def notice_intervals(checked: pd.DataFrame) -> Optional[Figure]:
     handles = [Line2D([], [], color=c, linewidth=4, label=v) for v, c in VERDICT_COLORS.items()]
     handles += [Line2D([], [], color="black", linestyle="--", label="documented minimum"), _open_handle()]
     axes[0].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
-    return fig
+    return _stamped(fig, checked)
 
 
 def short_notice(checked: pd.DataFrame, verdicts: Sequence[str] = ("below", "maybe below")) -> pd.DataFrame:
@@ -215,7 +238,8 @@ def no_notice(checked: pd.DataFrame) -> pd.DataFrame:
 
 def duration_summary(lifecycles: pd.DataFrame) -> pd.DataFrame:
     """Per event type: how many lifecycles, what Azure declared, and the observed ranges (min of the
-    lower bounds, max of the upper bounds) of impact and Started-to-gone."""
+    lower bounds, max of the upper bounds) of impact and Started-to-gone, and the typical impact: the medians of
+    the lower and of the upper bounds (half of the impacts began to be seen ending within them)."""
     if lifecycles.empty:
         return lifecycles.iloc[0:0]
     declared = lifecycles["duration_s"].astype("float64")
@@ -224,6 +248,7 @@ def duration_summary(lifecycles: pd.DataFrame) -> pd.DataFrame:
         lifecycles=("event_id", "size"), started=("started_seen", "count"),
         declared_min=("declared_known", "min"), declared_max=("declared_known", "max"),
         impact_s_min=("impact_s_min", "min"), impact_s_max=("impact_s_max", "max"),
+        impact_s_median_min=("impact_s_min", "median"), impact_s_median_max=("impact_s_max", "median"),
         started_to_gone_s_min=("started_to_gone_s_min", "min"), started_to_gone_s_max=("started_to_gone_s_max", "max"))
     return table.astype({c: "float64" for c in table.columns if c not in ("lifecycles", "started")}).round(1)
 
@@ -252,7 +277,7 @@ def impact_vs_declared(lifecycles: pd.DataFrame) -> Optional[Figure]:
     handles = [Line2D([], [], color="tab:blue", linewidth=4, label="observed impact [min, max]"),
                Line2D([], [], color="black", marker="x", linestyle="", label="declared DurationInSeconds")]
     axes[0].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
-    return fig
+    return _stamped(fig, lifecycles)
 
 
 def started_to_gone(lifecycles: pd.DataFrame) -> Optional[Figure]:
@@ -269,7 +294,7 @@ def started_to_gone(lifecycles: pd.DataFrame) -> Optional[Figure]:
                             Line2D([], [], color="tab:purple", linewidth=4, label="still there (open)"),
                             _open_handle()],
                    loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
-    return fig
+    return _stamped(fig, lifecycles)
 
 
 def _with_approval(lifecycles: pd.DataFrame) -> pd.DataFrame:
@@ -301,7 +326,7 @@ def scheduled_by_approval(lifecycles: pd.DataFrame) -> Optional[Figure]:
     axes[0].legend(handles=[Line2D([], [], color="tab:green", linewidth=4, label="approved"),
                             Line2D([], [], color="tab:blue", linewidth=4, label="not approved"), _open_handle()],
                    loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
-    return fig
+    return _stamped(fig, lifecycles)
 
 
 def scheduled_summary(lifecycles: pd.DataFrame) -> pd.DataFrame:
@@ -446,7 +471,7 @@ def domain_timeline(windows: pd.DataFrame, by: str = "fault_domain", round_gap_h
                                Patch(color="tab:orange", alpha=0.35, label="possible: between polls"),
                                Line2D([], [], color="gray", marker="o", markersize=3, label="scheduled, waiting")],
                       loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
-    return fig
+    return _stamped(fig, windows)
 
 
 # ----------------------------------------------------------------- reaction
@@ -461,6 +486,8 @@ def reaction_intervals(table: pd.DataFrame) -> Optional[Figure]:
     fig, axes, _groups = _interval_panels(
         rows, "trigger", "reaction_s_min", "reaction_s_max", "Reaction: event appeared -> prepare began (seconds)",
         lambda part: np.where(part["late"].astype(bool).to_numpy(), "tab:red", "tab:blue"))
+    _share_x(axes, rows, "reaction_s_min", "reaction_s_max")  # ways of running compared on one scale
+    # beside the panels, never over a bar
     axes[0].legend(handles=[Patch(color="tab:blue", label="in time"), Patch(color="tab:red", label="late")],
-                   loc="lower right", fontsize=8)
-    return fig
+                   loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    return _stamped(fig, table)

@@ -149,7 +149,8 @@ def open_history(history: Union[str, Sequence[str]], start: TimeLike = None, end
         return _open_partitioned(partitioned.open_partitioned(history), start, end, _host_list(hosts), reaction)
     obs = select(load_history(history), start, end, hosts)
     lifecycles = event_lifecycles(obs)
-    return HistoryView(describe(obs), report_of(obs), lifecycles, reaction_table(obs, lifecycles) if reaction else None)
+    table = reaction_table(obs, lifecycles) if reaction else None
+    return HistoryView(describe(obs), report_of(obs), _marked(lifecycles, report_of(obs)), _marked(table, report_of(obs)))
 
 
 def _open_partitioned(target: partitioned.Partitioned, start: TimeLike, end: TimeLike, wanted: Optional[List[str]],
@@ -181,7 +182,14 @@ def _open_partitioned(target: partitioned.Partitioned, start: TimeLike, end: Tim
     if reaction:
         table = _whole(reactions, ["first_seen", "event_id", "host"], labels) if reactions else no_reaction()
         table["approval_unneeded"] = approvals_unneeded(table)  # event level: across every part's VMs
-    return HistoryView(description, report, life, table)
+    return HistoryView(description, report, _marked(life, report), _marked(table, report))
+
+
+def _marked(frame: Optional[pd.DataFrame], report: LoadReport) -> Optional[pd.DataFrame]:
+    """The frame, carrying whether its history is simulated: every figure drawn from it then says so."""
+    if frame is not None:
+        frame.attrs["simulated"] = report.simulated
+    return frame
 
 
 def _whole(frames: List[pd.DataFrame], order: List[str], labels: dict) -> pd.DataFrame:

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence
 from . import scenario as sc
 from .engine import ID_CASES, Engine, EngineOptions
 from .fleet import Fleet, FleetError, build_fleet, load_fleet_spec, spec_from_fields
-from .offline import APPROVAL_POLICIES, GenerateOptions, generate, open_output
+from .offline import APPROVAL_POLICIES, GenerateOptions, generate, open_output, write_description
 from .server import BindError, ServerOptions, Simulator, make_server
 from .wire import MOCK_VM_NAME, SCHEDULED_EVENTS_API_VERSIONS
 
@@ -23,6 +23,7 @@ class UsageError(ValueError):
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    args.command_line = " ".join(["python -m imds_simulator"] + list(sys.argv[1:] if argv is None else argv))
     try:
         return int(args.run(args) or 0)
     except (UsageError, sc.ScenarioError, FleetError, BindError, ValueError) as exc:
@@ -197,6 +198,8 @@ def _generate(args: argparse.Namespace) -> int:
                               api_version=args.api_version, approve=args.approve, change_only=args.change_only)
     with open_output(args.out) as out:
         stats = generate(engine, options, out, seed=args.seed)
+    # What loads it (event_analysis) then says SIMULATED wherever it shows this history
+    write_description(args.out, args.command_line, f"a {len(engine.fleet.vms)}-VM fleet over {args.days:g} days")
     print(f"wrote {stats.observations} observations of {len(engine.fleet.vms)} VMs over {args.days:g} days "
           f"({stats.events} events, {stats.approvals} approvals) to {args.out}")
     return 0

@@ -58,6 +58,7 @@ def fault_domain_windows(lifecycles: pd.DataFrame, by: str = "fault_domain",
         empty = pd.DataFrame({c: pd.Series(dtype="datetime64[ns, UTC]" if c in _WINDOW_MOMENTS else
                                            "string" if c == "vm_set" else "Int64") for c in columns})
         empty.attrs["time_scale"] = lifecycles.attrs.get("time_scale", 1.0)
+        empty.attrs["simulated"] = lifecycles.attrs.get("simulated", False)
         return empty
     rows = rows.sort_values(["vm_set", by, "possible_start"], kind="stable").reset_index(drop=True)
     lo, hi = nanoseconds(rows["possible_start"]), nanoseconds(rows["possible_end"])
@@ -74,6 +75,7 @@ def fault_domain_windows(lifecycles: pd.DataFrame, by: str = "fault_domain",
     windows = windows.rename(columns={"domain": by}).sort_values("start", kind="stable").reset_index(drop=True)
     windows["vm_set"] = windows["vm_set"].astype("string")
     windows.attrs["time_scale"] = lifecycles.attrs.get("time_scale", 1.0)
+    windows.attrs["simulated"] = lifecycles.attrs.get("simulated", False)
     return windows[columns]
 
 

@@ -148,6 +148,7 @@ def event_lifecycles(observations: pd.DataFrame, *, time_scale: Optional[float] 
     _add_durations(out, polls, started, first_poll, last_poll, has_started, scale)
     result = _bound_unseen_notice(_add_approvals(out, observations))[list(LIFECYCLE_COLUMNS)]
     result.attrs["time_scale"] = scale
+    result.attrs["simulated"] = report_of(observations).simulated  # every figure drawn from it says so
     return result
 
 

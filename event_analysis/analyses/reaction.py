@@ -74,7 +74,9 @@ def reaction_table(observations: pd.DataFrame, lifecycles: Optional[pd.DataFrame
     out["first_seen_started"] = out["first_seen_started"].astype(bool)
     out["started_unprepared"] = ~out["prepared"] & out["started_seen"].notna() & ~out["first_seen_started"]
     out["approval_unneeded"] = approvals_unneeded(out)
-    return out[list(REACTION_COLUMNS)].sort_values(["first_seen", "event_id", "host"], kind="stable").reset_index(drop=True)
+    table = out[list(REACTION_COLUMNS)].sort_values(["first_seen", "event_id", "host"], kind="stable").reset_index(drop=True)
+    table.attrs["simulated"] = bool(life.attrs.get("simulated", False) or report_of(observations).simulated)
+    return table
 
 
 def reaction_summary(table: pd.DataFrame) -> pd.DataFrame:

@@ -90,6 +90,11 @@ def test_cli_generate_writes_gzip(tmp_path: Path) -> None:
     assert len(lines) > 100 and result.stdout.startswith(f"wrote {len(lines)} observations")
     started = [e for l in lines for e in l["events"]]
     assert started and all(e["EventStatus"] == "Started" for e in started)
+    # the history says it is simulated, beside it, where its readers look (event_analysis: SIMULATED everywhere)
+    meta = json.loads((tmp_path / "h.jsonl.gz.meta.json").read_text())
+    assert meta["simulated"] is True and meta["time_scale"] == 1.0
+    assert meta["source"].startswith("python -m imds_simulator generate --scenario hardware-failure --vms 4")
+    assert meta["description"].startswith("SIMULATED data: a 4-VM fleet over 0.05 days")
 
 
 @pytest.mark.parametrize("args, message", [
