@@ -34,3 +34,9 @@ def test_every_module_filter_role_and_playbook_is_in_the_readme() -> None:
     missing = sorted(f"{kind} {name}" for kind, names in shipped.items() for name in names if not named(name, content))
     assert missing == [], "add them to the README's Included content"
     assert all(shipped.values()), "each kind was found where the collection keeps it"
+
+
+def test_the_readme_stays_short_the_rest_lives_in_docs() -> None:
+    """What an operator needs, in order, within 4,000 words; the whole of each subject is in docs/."""
+    words = len((REPO / "README.md").read_text().split())
+    assert words <= 4000, f"the README has {words} words: move the detail to docs/"
