@@ -431,7 +431,8 @@ def test_invariants_hold_for_random_fleets_and_responders(name: str, vms: int, f
 # --------------------------------------------------------------------- scenario validation
 
 @pytest.mark.parametrize("data, message", [
-    ({"name": "x", "summary": "s"}, "needs a non-empty 'events' list"),
+    ({"name": "x", "summary": "s"}, "needs an 'events' list \\(\\[\\] for a quiet fleet\\) or a 'replay'"),
+    ({"name": "x", "summary": "s", "events": {}}, "needs an 'events' list"),
     ({"name": "x", "summary": "s", "events": [{"key": "a", "type": "Reboot", "colour": 1}]}, "unknown field 'colour'"),
     ({"name": "x", "summary": "s", "events": [{"key": "a", "type": "Nap"}]}, "type 'Nap' is not one of"),
     ({"name": "x", "summary": "s", "events": [{"key": "a", "type": "Reboot", "notice_s": "soon"}]},
@@ -531,3 +532,11 @@ def test_an_advisory_is_served_and_never_started_by_an_approval() -> None:
     assert entry["results"] == {ev.event_id: "advisory_not_approvable"} and ev.status == "Scheduled"
     older = doc(engine, vm, at, api="2019-08-01")["Events"]
     assert ev.event_id not in [e["EventId"] for e in older], "an older api-version is not served the newer type"
+
+
+def test_a_scenario_with_no_events_is_a_quiet_fleet() -> None:
+    """For one's own tests of a fleet where nothing happens (it needed an event 30 years away)."""
+    engine = Engine(build_fleet(FleetSpec()), sc.parse({"name": "quiet", "summary": "nothing", "events": []}, {}), T0)
+    assert engine.events == []
+    for vm in ("avset-web-vm0", "avset-web-vm1"):
+        assert doc(engine, vm, T0 + timedelta(days=30))["Events"] == []
