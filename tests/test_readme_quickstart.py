@@ -42,6 +42,19 @@ def shell_blocks(text: str) -> List[str]:
     return re.findall(r"```sh\n(.*?)```", text, re.S)
 
 
+def user_task_files(site: Path, prepared: Path) -> None:
+    """The user's maintenance/prepare.yml (a file per prepared event in `prepared`, named by its id, holding the
+    host) and maintenance/recover.yml, in `site`."""
+    (site / "maintenance").mkdir()
+    (site / "maintenance" / "prepare.yml").write_text(
+        "- name: Record the prepare\n  ansible.builtin.copy:\n"
+        "    dest: \"{{ prepared_dir }}/{{ maintenance_cycle_event.event_id }}\"\n"
+        "    content: \"{{ inventory_hostname }}\"\n    mode: \"0600\"\n")
+    (site / "maintenance" / "recover.yml").write_text(
+        "- name: Nothing to recover in this test\n  ansible.builtin.debug:\n    msg: recovered\n")
+    prepared.mkdir()
+
+
 def run(command: str, cwd: Path, env: Dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", "-ec", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
@@ -99,14 +112,7 @@ def test_the_readme_quick_start_runs_against_simulated_vms(tmp_path: Path, user_
         assert fleet.approvals() == [] and not (tmp_path / "state").exists()
 
         # Step 3: the cron line, with prepare and recover tasks by relative path from its directory.
-        (site / "maintenance").mkdir()
-        (site / "maintenance" / "prepare.yml").write_text(
-            "- name: Record the prepare\n  ansible.builtin.copy:\n"
-            "    dest: \"{{ prepared_dir }}/{{ maintenance_cycle_event.event_id }}\"\n"
-            "    content: \"{{ inventory_hostname }}\"\n    mode: \"0600\"\n")
-        (site / "maintenance" / "recover.yml").write_text(
-            "- name: Nothing to recover in this test\n  ansible.builtin.debug:\n    msg: recovered\n")
-        (tmp_path / "prepared").mkdir()
+        user_task_files(site, tmp_path / "prepared")
         (schedule_line,) = [line for line in cron.splitlines() if line.strip()]
         fields = schedule_line.split(None, 5)
         assert fields[:5] == ["*/5", "*", "*", "*", "*"], "a 5-minute schedule"

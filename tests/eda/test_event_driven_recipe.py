@@ -23,7 +23,8 @@ import yaml
 from imds_simulator.fleet import FleetSpec
 from tests.eda.rulebook_setup import free_port, listening
 from tests.live_fleet import LiveFleet
-from tests.test_readme_quickstart import CRON_DIR, install_as_the_readme_says, run, section, shell_blocks, user_env
+from tests.test_readme_quickstart import (CRON_DIR, install_as_the_readme_says, run, section, shell_blocks,
+                                         user_env, user_task_files)
 from tests.timing import wait_for
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -97,14 +98,7 @@ def test_the_readme_event_driven_recipe_prepares_and_approves_on_simulated_vms(
         for vm in vms:
             (site / "inventory" / "host_vars" / f"{vm}.yml").write_text(yaml.safe_dump(host_vars(fleet, vm, tmp_path)))
             (tmp_path / "relays" / vm / "etc" / "systemd" / "system").mkdir(parents=True)  # as on any Linux VM
-        (site / "maintenance").mkdir()
-        (site / "maintenance" / "prepare.yml").write_text(
-            "- name: Record the prepare\n  ansible.builtin.copy:\n"
-            "    dest: \"{{ prepared_dir }}/{{ maintenance_cycle_event.event_id }}\"\n"
-            "    content: \"{{ inventory_hostname }}\"\n    mode: \"0600\"\n")
-        (site / "maintenance" / "recover.yml").write_text(
-            "- name: Nothing to recover in this test\n  ansible.builtin.debug:\n    msg: recovered\n")
-        (tmp_path / "prepared").mkdir()
+        user_task_files(site, tmp_path / "prepared")
 
         # The secret, relays.yml and its run, rulebook_vars.yml: as written, on this machine's address and port.
         setup = "\n".join(lines[1:-1]).replace(f"{CONTROLLER}:{PORT}", f"127.0.0.1:{port}")
