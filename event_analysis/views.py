@@ -149,8 +149,7 @@ def open_history(history: Union[str, Sequence[str]], start: TimeLike = None, end
         return _open_partitioned(partitioned.open_partitioned(history), start, end, _host_list(hosts), reaction)
     obs = select(load_history(history), start, end, hosts)
     lifecycles = event_lifecycles(obs)
-    table = reaction_table(obs, lifecycles) if reaction else None
-    return HistoryView(describe(obs), report_of(obs), _marked(lifecycles, report_of(obs)), _marked(table, report_of(obs)))
+    return HistoryView(describe(obs), report_of(obs), lifecycles, reaction_table(obs, lifecycles) if reaction else None)
 
 
 def _open_partitioned(target: partitioned.Partitioned, start: TimeLike, end: TimeLike, wanted: Optional[List[str]],
@@ -186,7 +185,8 @@ def _open_partitioned(target: partitioned.Partitioned, start: TimeLike, end: Tim
 
 
 def _marked(frame: Optional[pd.DataFrame], report: LoadReport) -> Optional[pd.DataFrame]:
-    """The frame, carrying whether its history is simulated: every figure drawn from it then says so."""
+    """The frame, carrying whether its history is simulated: every figure drawn from it then says so (the parts of a
+    partitioned history do not carry the sidecar's word; the whole's report does)."""
     if frame is not None:
         frame.attrs["simulated"] = report.simulated
     return frame

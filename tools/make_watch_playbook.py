@@ -58,14 +58,8 @@ HEADER = """---
   hosts: "{{{{ target | default('azure_vms') }}}}"
   gather_facts: false
   tasks:
-    # The role checks them too when a round starts, but prints its whole specification with the error.
     - name: Stop when a maintenance_cycle_* setting is not valid, in one sentence
-      ansible.builtin.fail:
-        msg: "{{{{ maintenance_cycle_settings_error }}}}"
-      when: maintenance_cycle_settings_error | length > 0
-      vars:
-        maintenance_cycle_settings_error: >-
-          {{{{ hostvars[inventory_hostname] | azure_imds.scheduled_events.role_settings_error }}}}
+      ansible.builtin.import_tasks: role_settings_check.yml
 
     - name: One run per target on this control node (a second one stops here, naming the first)
       ansible.builtin.import_tasks: control_node_lock.yml

@@ -19,7 +19,9 @@ SPEC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.real
 
 def _options():
     with open(SPEC, encoding="utf-8") as handle:
-        return yaml.safe_load(handle)["argument_specs"]["main"]["options"]
+        # the C loader when PyYAML has it: this is read once per host of every run
+        spec = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return spec["argument_specs"]["main"]["options"]
 
 
 def role_settings_error(variables):

@@ -10,9 +10,7 @@ PATH may belong to another interpreter.
 """
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +24,7 @@ from tests.live_fleet import LiveFleet
 from tests.test_readme_quickstart import (CRON_DIR, install_as_the_readme_says, run, section, shell_blocks,
                                          user_env, user_task_files)
 from tests.timing import wait_for
+from tools.relay_fleet import kill_tree
 
 REPO = Path(__file__).resolve().parent.parent.parent
 CONTROLLER = "controller.example"
@@ -63,17 +62,6 @@ def start_relay(command: str, vm: str, root: Path, env: Dict[str, str], log: Pat
     assert line != command
     return subprocess.Popen(["bash", "-ec", line], env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
                             start_new_session=True)
-
-
-def stop(processes: List[subprocess.Popen]) -> None:
-    for process in processes:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-    for process in processes:
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
 
 
 def test_the_readme_event_driven_recipe_prepares_and_approves_on_simulated_vms(
@@ -124,7 +112,8 @@ def test_the_readme_event_driven_recipe_prepares_and_approves_on_simulated_vms(
         wait_for(lambda: prepared.is_file() and fleet.approvals(), 150,
                  f"the prepare and the approval of {event_id}:\n{log.read_text()[-3000:] if log.exists() else ''}")
     finally:
-        stop(processes)
+        for process in processes:
+            kill_tree(process)
         approvals = fleet.approvals()
         fleet.close()
     assert prepared.read_text() == vms[0], "prepared from the absolute path in rulebook_vars.yml"

@@ -25,8 +25,13 @@ def short_id(event_id):
     return str(event_id)[:8]
 
 
+def _event_id(item):
+    """A plan entry's event id: its lists hold events, {event_id, reason} records or bare ids."""
+    return item["event_id"] if isinstance(item, dict) else item
+
+
 def _ids(items):
-    return [short_id(item["event_id"] if isinstance(item, dict) else item) for item in items or ()]
+    return [short_id(_event_id(item)) for item in items or ()]
 
 
 def _cell(ids):
@@ -48,9 +53,8 @@ def _waits(host, host_plan):
     lines = []
     for key, word in WAITS:
         for item in host_plan.get(key) or ():
-            event_id = item["event_id"] if isinstance(item, dict) else item
             reason = item.get("reason") if isinstance(item, dict) else ""
-            lines.append("%s %s %s%s" % (host, short_id(event_id), word, (": " + reason) if reason else ""))
+            lines.append("%s %s %s%s" % (host, short_id(_event_id(item)), word, (": " + reason) if reason else ""))
     return lines
 
 
