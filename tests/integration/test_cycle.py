@@ -347,13 +347,14 @@ def test_a_vm_deleted_by_its_own_preempt_frees_its_fault_domain(tmp_path: Path) 
         evicted, other = fleet.vms
         limit = {"maintenance_cycle_max_fault_domains_in_maintenance": 1, "done_url": receiver.url}
         assert bench.run(extra=limit).returncode == 0  # a quiet cycle: the control node learns both VMs
-        (preempt,) = fleet.inject({"key": "evict", "type": "Preempt", "notice_s": 5, "started_for_s": 150,
+        # Started for 45 s: the next cycle must read it Started (15 s was outlasted by one cycle on a loaded CI machine)
+        (preempt,) = fleet.inject({"key": "evict", "type": "Preempt", "notice_s": 5, "started_for_s": 450,
                                    "resources": {"names": [evicted]}})
         wait_for(lambda: fleet.truth()[0]["status"] == "Started", 10, "the eviction to start")
         bench.run(extra=limit)  # the evicted VM does not answer; the other's read shows its Preempt Started
         memory = json.loads((tmp_path / "vms.json").read_text())
         assert memory["vms"][evicted]["deleting"]["event_id"] == preempt, "the sighting is remembered"
-        wait_for(lambda: all(e["status"] == "Removed" for e in fleet.truth() if e["event_id"] == preempt), 30,
+        wait_for(lambda: all(e["status"] == "Removed" for e in fleet.truth() if e["event_id"] == preempt), 60,
                  "the evicted VM to be deleted")  # truth() moves the engine on; the Preempt's end deletes the VM
         assert fleet.engine.vm_state(evicted).deleted_at is not None
         sighting = memory["vms"][evicted]["deleting"]

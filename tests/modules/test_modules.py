@@ -126,12 +126,14 @@ def test_missing_started_and_moved_document(tmp_path: Path, fleet: LiveFleet) ->
     assert len(fleet.approvals()) == 1  # only the one real POST
 
 
-def test_wait_for_change_returns_when_the_incarnation_moves(tmp_path: Path, fleet: LiveFleet) -> None:
+def test_wait_for_change_returns_when_the_incarnation_moves(tmp_path: Path, changing_fleet: LiveFleet) -> None:
+    fleet = changing_fleet
     truth = fleet.truth()[0]
     leader = truth["resources"][0]
     run = play(tmp_path, fleet, [
         ("read", info()),
-        ("wait", info(previous="{{ r_read }}", wait_for_change=True, wait_timeout=60, poll_interval=0.2)),
+        # Whenever the read lands (before the start, during it, after), a later change comes within 180 s.
+        ("wait", info(previous="{{ r_read }}", wait_for_change=True, wait_timeout=180, poll_interval=0.2)),
         ("quiet", info(wait_for_change=True, since_incarnation="{{ r_wait.document_incarnation }}",
                        wait_timeout=0.5, poll_interval=0.2)),
     ], hosts=["avset-web-vm1"], env={})
