@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import List
 
 import pytest
 
@@ -26,6 +27,12 @@ SCENARIO_EXPECTATIONS = {
 }
 
 
+def read_vms(vms: List[str], listed: List[str]) -> List[str]:
+    """A VM the event lists and one it does not (where the fleet has one): what tells the two apart is the same on
+    every other VM, and each host read costs a module run (all 44 VMs cost 60 CPU-seconds)."""
+    return [next(vm for vm in vms if vm in listed)] + [vm for vm in vms if vm not in listed][:1]
+
+
 def test_info_reads_every_scenario_type(tmp_path: Path) -> None:
     """Every scenario's fleet at once, read by one ansible-playbook run (one run per scenario cost 12 CPU-seconds
     each): the inventory names each VM by its scenario, the module names it by its compute metadata."""
@@ -35,16 +42,18 @@ def test_info_reads_every_scenario_type(tmp_path: Path) -> None:
         for live in fleets.values():
             live.wait_for_events(timeout=15.0)
         truths = {scenario: live.truth()[0] for scenario, live in fleets.items()}
-        urls = {f"{scenario}.{vm}": live.url(vm) for scenario, live in fleets.items() for vm in live.vms}
+        read = {scenario: read_vms(live.vms, truths[scenario]["resources"]) for scenario, live in fleets.items()}
+        urls = {f"{scenario}.{vm}": fleets[scenario].url(vm) for scenario, vms in read.items() for vm in vms}
         run = play(tmp_path, None, [("read", info())], urls=urls, env={"ANSIBLE_FORKS": str(len(urls))})
     finally:
         for live in fleets.values():
             live.close()
     assert run.returncode == 0, run.stdout
+    assert sum(len(vms) == 2 for vms in read.values()) >= 8, "most scenarios leave a VM out of their event"
     for scenario, live in fleets.items():
         event_type, source, status, _ = SCENARIO_EXPECTATIONS[scenario]
         truth = truths[scenario]
-        for vm in live.vms:
+        for vm in read[scenario]:
             result = run.of(f"{scenario}.{vm}", "read")
             (event,) = result["events"]
             assert (event["event_type"], event["event_source"], event["event_status"]) == (event_type, source, status), \
