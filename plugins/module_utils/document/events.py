@@ -19,6 +19,9 @@ from email.utils import parsedate_to_datetime
 
 KNOWN_EVENT_TYPES = ("Freeze", "Reboot", "Redeploy", "Preempt", "Terminate")
 KNOWN_EVENT_STATUSES = ("Scheduled", "Started")
+# What only the control plane says (Event Grid, Resource Graph): the event is over, or will not happen. IMDS says
+# either by leaving the event out of its document.
+ENDED_STATUSES = ("Completed", "Canceled")
 
 _ISO = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6})\d*)?"
@@ -158,6 +161,11 @@ def iso_utc(moment):
     return moment.astimezone(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
+def is_event_id(text):
+    """Whether `text` has an EventId's shape (a GUID, either case)."""
+    return isinstance(text, str) and _GUID.fullmatch(text) is not None
+
+
 def normalise_event(raw, index=0):
     """One raw event -> snake_case keys, `not_before` as ISO 8601 UTC or None.
 
@@ -170,7 +178,7 @@ def normalise_event(raw, index=0):
     event_id = raw.get("EventId")
     if not isinstance(event_id, str) or not event_id.strip():
         raise DocumentError("%s has no EventId." % where)
-    if not _GUID.fullmatch(event_id):
+    if not is_event_id(event_id):
         raise DocumentError("%s has EventId %r, which is not a GUID (8-4-4-4-12 hex digits, as IMDS serves them)."
                             % (where, event_id))
     where = "event %s" % event_id

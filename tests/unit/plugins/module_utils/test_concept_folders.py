@@ -16,6 +16,7 @@ LADDER: Dict[str, int] = {
     "observation": 0,  # history records, the history appender and Prometheus text, shared by the relay and the callback
     "lease": 0,        # the lease lock a run holds on each VM
     "cycle": 1,        # the maintenance cycle: host views, fault domains, the plan, the state file's content
+    "control_plane": 1,  # Azure's control plane: Event Grid and Resource Graph sightings, their hosts, acknowledge
     "tasks": 2,        # each module's behaviour, with its I/O passed in
     "relay": 3,        # the event relay on the VM, and the controller's view of its pushes
 }
