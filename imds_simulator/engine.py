@@ -654,6 +654,26 @@ class Engine:
             self._release_terminates(ev.set_name)
         return "approved" if ev.approval_satisfied() else "waiting_for_other_vms"
 
+    def acknowledge(self, event_id: str, set_name: str, at: datetime) -> str:
+        """An approval from the control plane (Microsoft.Maintenance acknowledge) for the set (or lone VM) named
+        in its path: Azure counts it as every listed VM's approval. -> "approved" | "conflict" (no longer
+        Scheduled, or an announcement) | "not_found" (no such event of that scope, or gone)."""
+        at = max(at, self.now)
+        self.advance_to(at)
+        ev = next((e for e in reversed(self.events) if e.event_id.lower() == event_id.lower()
+                   and e.appeared_at <= at and (e.set_name or e.resources[0]).lower() == set_name.lower()), None)
+        result = "not_found" if ev is None or ev.status == "Removed" else (
+            "conflict" if ev.status != "Scheduled" or ev.event_type in ADVISORY_TYPES else "approved")
+        self.approvals.append({"at": iso_utc(at), "vm": None, "via": "control_plane", "scope": set_name,
+                               "event_ids": [ev.event_id if ev else event_id], "accepted": result == "approved",
+                               "results": {ev.event_id if ev else event_id: result}})
+        if result == "approved":
+            for name in ev.resources:  # type: ignore[union-attr]
+                self._approve_one(ev, self.vms[name.lower()].vm, at)  # type: ignore[arg-type]
+            self._fire(at)
+            self._refresh(at)
+        return result
+
     # ------------------------------------------------------------------ cancellation
 
     def cancel(self, event_id: str, at: datetime) -> None:

@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Optional, Tuple
 from urllib.parse import parse_qs, urlsplit
 
+from . import control_plane
 from . import scenario as sc
 from . import wire
 from .clock import WallClock
@@ -29,6 +30,7 @@ from .fleet import VM
 
 MAX_POST_BYTES = 64 * 1024
 CONTROL = "/_simulator/"
+MANAGEMENT = ("/subscriptions/", "/providers/microsoft.resourcegraph/")
 
 
 class BindError(ValueError):
@@ -44,6 +46,9 @@ class ServerOptions:
     first_call_delay_s: float = 0.0  # wall seconds the (re-)enabling request takes
     log_requests: bool = False
     mock_server: bool = False        # what a client can tell of Microsoft's mock server (wire.mock_server_document)
+    # The control plane's face (control_plane.py): bearer token -> roles; None = off (every path 404s as before).
+    control_plane_tokens: Optional[Dict[str, List[str]]] = None
+    graph_lag_s: float = 0.0         # Resource Graph rows show the events as they were this many seconds ago
 
 
 def check_bind(host: str, allow_non_loopback: bool) -> None:
@@ -164,6 +169,9 @@ class Handler(BaseHTTPRequestHandler):
         target = urlsplit(self.path)
         if self.path.startswith(CONTROL) or target.path.startswith(CONTROL):
             self._control(method, target.path[len(CONTROL):], parse_qs(target.query))
+            return
+        if self.sim.options.control_plane_tokens is not None and target.path.lower().startswith(MANAGEMENT):
+            self._management(method, target.path, parse_qs(target.query))
             return
         if not self.path.startswith("/"):
             # Absolute-form target: the client sent this through a proxy.
@@ -321,6 +329,17 @@ class Handler(BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self.close_connection = True
         self.connection.close()
+
+    # ------------------------------------------------------------------ control plane (Azure Resource Manager)
+
+    def _management(self, method: str, path: str, query: Dict[str, List[str]]) -> None:
+        length = self.headers.get("Content-Length")
+        body = self.rfile.read(int(length)) if length and length.isdigit() and int(length) <= MAX_POST_BYTES else None
+        with self.sim.lock:
+            status, answer = control_plane.handle(
+                self.sim.engine, self.sim.options.control_plane_tokens or {}, method, path, query,
+                self.headers.get("Authorization"), body, self.sim.clock.now(), self.sim.options.graph_lag_s)
+        self._send(status, answer)
 
     # ------------------------------------------------------------------ control API
 

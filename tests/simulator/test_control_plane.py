@@ -1,0 +1,166 @@
+"""The simulator's control-plane face over real HTTP: Resource Graph rows and Event Grid deliveries of the same
+events the VMs' IMDS serves, and Microsoft.Maintenance acknowledge, consistent with IMDS; read back by the
+collection's own control-plane code (plugins/module_utils/control_plane/)."""
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from typing import Any, Dict, Iterator, Optional, Tuple
+
+import pytest
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.acknowledge import (
+    acknowledge_outcome,
+    acknowledge_request,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.event_view import (
+    ended,
+    event_key,
+    fold,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.notifications import (
+    from_event_grid,
+    from_resource_graph,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import parse_document
+from imds_simulator import control_plane
+from imds_simulator.fleet import FleetSpec
+from tests.live_fleet import LiveFleet
+
+TOKENS = {"operator": ["Scheduled Events Contributor"], "reader": ["Reader"]}
+SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
+QUERY = 'maintenanceresources | where type == "microsoft.maintenance/scheduledevents"'
+
+
+@pytest.fixture
+def fleet() -> Iterator[LiveFleet]:
+    # No impact: a VM in its reboot does not answer, and these tests read IMDS while events are Started.
+    live = LiveFleet(None, time_scale=60.0, fleet=FleetSpec(vms=3, fault_domains=3), control_plane_tokens=TOKENS,
+                     simulate_impact=False)
+    yield live
+    live.close()
+
+
+def call(fleet: LiveFleet, path: str, body: Any = None, token: Optional[str] = "operator") -> Tuple[int, Dict[str, Any]]:
+    data = json.dumps(body).encode() if body is not None else b""
+    request = urllib.request.Request(fleet.sim.base_url + path, data=data, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, json.loads(answer.read() or b"null")
+    except urllib.error.HTTPError as failed:
+        return failed.code, json.loads(failed.read() or b"null")
+
+
+def rows(fleet: LiveFleet) -> list:
+    status, answer = call(fleet, "/providers/Microsoft.ResourceGraph/resources?api-version=2021-03-01",
+                          {"subscriptions": [SUBSCRIPTION], "query": QUERY})
+    assert status == 200, answer
+    return [from_resource_graph(row, "2026-11-28T00:00:00Z") for row in answer["data"]]
+
+
+def imds_event(fleet: LiveFleet, vm: str, event_id: str) -> Dict[str, Any]:
+    request = urllib.request.Request(fleet.url(vm) + "/metadata/scheduledevents?api-version=2020-07-01",
+                                     headers={"Metadata": "true"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        (event,) = [e for e in parse_document(answer.read())["events"] if e["event_id"] == event_id]
+    return event
+
+
+def test_one_event_seen_through_resource_graph_and_imds_and_acknowledged_from_outside() -> None:
+    fleet = LiveFleet(None, time_scale=60.0, fleet=FleetSpec(vms=2, fault_domains=1), control_plane_tokens=TOKENS,
+                      simulate_impact=False)
+    try:
+        _seen_both_ways_and_acknowledged(fleet)
+    finally:
+        fleet.close()
+
+
+def _seen_both_ways_and_acknowledged(fleet: LiveFleet) -> None:
+    (event_id,) = fleet.inject({"key": "r", "type": "Reboot", "notice_s": 900, "started_for_s": 60,
+                                "resources": {"names": fleet.vms[:2]}})
+    (row,) = rows(fleet)
+    listed = imds_event(fleet, fleet.vms[0], event_id)
+    assert row["event"] == dict(listed, known_status=True), "the same event as IMDS serves, by the same parsing"
+    assert row["scope"]["scope_type"] == "availabilitySets"
+    request = acknowledge_request(row["scope"], [event_id])
+    status, answer = call(fleet, request["path"])
+    assert (status, acknowledge_outcome(status, answer, [event_id])["approved"]) == (200, [event_id])
+    assert imds_event(fleet, fleet.vms[1], event_id)["event_status"] == "Started", "approved on one side, started on the other"
+    (entry,) = fleet.approvals()
+    assert (entry["via"], entry["event_ids"], entry["results"]) == ("control_plane", [event_id], {event_id: "approved"})
+    assert sorted(fleet.truth()[0]["approved_by"]) == sorted(fleet.vms[:2]), "counted as every listed VM's approval"
+    (row,) = rows(fleet)
+    assert row["event"]["event_status"] == "Started"
+
+
+def test_event_grid_delivers_each_status_and_the_end_the_vms_never_see(fleet: LiveFleet) -> None:
+    (done,) = fleet.inject({"key": "f", "type": "Freeze", "notice_s": 60, "started_for_s": 1, "duration_s": 1,
+                            "resources": {"names": fleet.vms[:1]}})
+    (withdrawn,) = fleet.inject({"key": "w", "type": "Reboot", "notice_s": 900, "resources": {"names": fleet.vms[2:]}})
+    fleet.cancel(withdrawn)
+    deadline = time.monotonic() + 10
+    while fleet.truth()[0]["status"] != "Removed" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    sightings = [from_event_grid(d) for d in control_plane.deliveries(fleet.engine, fleet.sim.clock.now())]
+    assert [(s["event"]["event_id"], s["event"]["event_status"]) for s in sightings if s["event"]["event_id"] == done] \
+        == [(done, "Scheduled"), (done, "Started"), (done, "Completed")]
+    view, dropped = fold(sightings + sightings[:1])  # a repeated delivery carries the same id and is dropped
+    assert ended(view) == {event_key(done): "Completed", event_key(withdrawn): "Canceled"}
+    assert [d["reason"] for d in dropped] == [f"a repeat of delivery {sightings[0]['delivery_id']}"]
+    assert {r["event"]["event_id"]: r["event"]["event_status"] for r in rows(fleet)} == {
+        done: "Completed", withdrawn: "Canceled"}
+
+
+def test_a_list_acknowledge_answers_207_per_event_and_the_collection_never_counts_an_unnamed_one(
+        fleet: LiveFleet) -> None:
+    first, second = (fleet.inject({"key": k, "type": "Reboot", "notice_s": 900, "started_for_s": 60,
+                                   "resources": {"names": [vm]}})[0] for k, vm in (("a", fleet.vms[0]),
+                                                                                   ("b", fleet.vms[1])))
+    (row, _) = sorted(rows(fleet), key=lambda r: r["event"]["event_id"] != first)
+    call(fleet, acknowledge_request(row["scope"], [second])["path"])  # second is Started now
+    ghost = "00000000-1111-2222-3333-444444444444"
+    request = acknowledge_request(row["scope"], [first, second, ghost])
+    status, answer = call(fleet, request["path"], request["body"])
+    outcome = acknowledge_outcome(status, answer, [first, second, ghost])
+    assert status == 207 and outcome["gone"] == [ghost] and outcome["refused"] == {second: "Conflict"}
+    assert outcome["unknown"] == [first] and outcome["approved"] == [], "a 207 that does not name it: not counted"
+    truth = {e["event_id"]: e for e in fleet.truth()}
+    assert truth[first]["approved_by"] == [fleet.vms[0]], "though Azure did approve it (it waits for the other domain)"
+
+
+@pytest.mark.parametrize("change, token, status, sentence", [
+    ((), None, 401, "Azure refused the credentials (401: "),
+    ((), "reader", 403, "needs the Scheduled Events Contributor role"),
+    (("2025-11-01", "2022-07-01-preview"), "operator", 400, "found for API version '2022-07-01-preview'"),
+    (("availabilitySets/", "availabilitySets/other-"), "operator", 404, "Azure knows no such VM"),
+])
+def test_what_azure_refuses_approves_nothing_and_reads_as_one_sentence(fleet: LiveFleet, change: tuple,
+                                                                         token: Optional[str], status: int,
+                                                                         sentence: str) -> None:
+    (event_id,) = fleet.inject({"key": "r", "type": "Reboot", "notice_s": 900, "resources": {"names": fleet.vms[:1]}})
+    (row,) = rows(fleet)
+    ack = acknowledge_request(row["scope"], [event_id])["path"]
+    got, answer = call(fleet, ack.replace(*change) if change else ack, token=token)
+    outcome = acknowledge_outcome(got, answer, [event_id])
+    assert got == status and outcome["approved"] == [] and sentence in (outcome["error"] or json.dumps(answer))
+    assert [a for a in fleet.approvals() if a["accepted"]] == []
+    assert imds_event(fleet, fleet.vms[0], event_id)["event_status"] == "Scheduled"
+
+
+def test_resource_graph_lags_as_asked_and_the_face_is_off_unless_asked_for() -> None:
+    lagging = LiveFleet(None, time_scale=60.0, fleet=FleetSpec(vms=1), control_plane_tokens=TOKENS, graph_lag_s=1.0)
+    plain = LiveFleet(None, time_scale=60.0, fleet=FleetSpec(vms=1))
+    try:
+        lagging.inject({"key": "r", "type": "Reboot", "notice_s": 900, "resources": {"names": lagging.vms}})
+        assert rows(lagging) == [], "not in Resource Graph yet"
+        time.sleep(1.1)
+        assert len(rows(lagging)) == 1
+        assert call(plain, "/providers/Microsoft.ResourceGraph/resources?api-version=2021-03-01", {})[0] == 404
+    finally:
+        lagging.close()
+        plain.close()
