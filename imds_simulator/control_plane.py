@@ -15,6 +15,7 @@ import re
 import uuid
 from datetime import datetime, timedelta
 from typing import Any, Dict, List, Optional, Tuple
+from urllib.parse import parse_qs
 
 from .engine import Engine, SimEvent
 from .wire import rfc1123
@@ -32,6 +33,7 @@ _ACK = re.compile(r"^/subscriptions/(?P<subscription>[^/]+)/resourcegroups/(?P<g
                   r"Microsoft\.Compute/(?P<type>[^/]+)/(?P<name>[^/]+)/providers/Microsoft\.Maintenance/"
                   r"scheduledevents(?:/(?P<event_id>[^/]+)/acknowledge)?$", re.IGNORECASE)
 _GUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_TOKEN_PATH = re.compile(r"^/[^/]+/oauth2/v2\.0/token$")
 Answer = Tuple[int, Dict[str, Any]]
 
 
@@ -116,10 +118,26 @@ def error(status: int, code: str, message: str) -> Answer:
     return status, {"error": {"code": code, "message": message}}
 
 
-def handle(engine: Engine, roles_by_token: Dict[str, List[str]], method: str, path: str,
-           query: Dict[str, List[str]], authorization: Optional[str], body: Optional[bytes], now: datetime,
-           graph_lag_s: float = 0.0) -> Answer:
-    """One management request -> (HTTP status, JSON body)."""
+def is_management(path: str) -> bool:
+    """Whether a path is the control plane's (Resource Manager, Resource Graph, the token and cloud-metadata
+    endpoints) rather than a VM's IMDS root."""
+    lowered = path.lower()
+    return lowered.startswith(("/subscriptions/", "/providers/microsoft.resourcegraph/")) \
+        or lowered == "/metadata/endpoints" or _TOKEN_PATH.match(path) is not None
+
+
+def handle(engine: Engine, options: Any, base_url: str, method: str, path: str, query: Dict[str, List[str]],
+           authorization: Optional[str], body: Optional[bytes], now: datetime) -> Answer:
+    """One management request -> (HTTP status, JSON body). `options` is the server's (tokens, clients, lag)."""
+    if path.lower() == "/metadata/endpoints":
+        # What a cloud's metadata endpoint says (Azure Stack's convention, which azure.azcollection follows for a
+        # cloud_environment given as a URL): this server is both Resource Manager and the login endpoint.
+        return 200, {"resourceManager": base_url + "/", "portal": base_url + "/",
+                     "authentication": {"loginEndpoint": base_url + "/", "audiences": [base_url + "/"]}}
+    if _TOKEN_PATH.match(path):
+        return _token(options.control_plane_clients or {}, method, body)
+    roles_by_token = options.control_plane_tokens or {}
+    graph_lag_s = options.graph_lag_s
     token = (authorization or "")[7:] if (authorization or "").startswith("Bearer ") else None
     if token not in roles_by_token:
         return error(401, "AuthenticationFailed", "Authentication failed: no valid bearer token was given.")
@@ -146,6 +164,20 @@ def handle(engine: Engine, roles_by_token: Dict[str, List[str]], method: str, pa
     if single:
         return _acknowledge_one(engine, match.group("name"), match.group("event_id"), now)
     return _acknowledge_list(engine, match.group("name"), body, now)
+
+
+def _token(clients: Dict[str, Dict[str, str]], method: str, body: Optional[bytes]) -> Answer:
+    """Microsoft identity platform's client-credentials grant (POST /<tenant>/oauth2/v2.0/token, a form)."""
+    form = parse_qs((body or b"").decode("utf-8", "replace")) if method == "POST" else {}
+    fields = {k: v[0] for k, v in form.items()}
+    client = clients.get(fields.get("client_id", ""))
+    if fields.get("grant_type") != "client_credentials" or not fields.get("scope", "").endswith("/.default"):
+        return 400, {"error": "invalid_request", "error_description": "AADSTS900144: the request needs "
+                     "grant_type=client_credentials and a scope ending in /.default."}
+    if client is None or client.get("secret") != fields.get("client_secret"):
+        return 401, {"error": "invalid_client", "error_description": "AADSTS7000215: Invalid client secret provided."}
+    return 200, {"token_type": "Bearer", "expires_in": 3599, "ext_expires_in": 3599,
+                 "access_token": client["token"]}
 
 
 def _check_scope(engine: Engine, match: "re.Match[str]") -> Optional[Answer]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -30,7 +31,6 @@ from .fleet import VM
 
 MAX_POST_BYTES = 64 * 1024
 CONTROL = "/_simulator/"
-MANAGEMENT = ("/subscriptions/", "/providers/microsoft.resourcegraph/")
 
 
 class BindError(ValueError):
@@ -49,6 +49,10 @@ class ServerOptions:
     # The control plane's face (control_plane.py): bearer token -> roles; None = off (every path 404s as before).
     control_plane_tokens: Optional[Dict[str, List[str]]] = None
     graph_lag_s: float = 0.0         # Resource Graph rows show the events as they were this many seconds ago
+    # Service principals the token endpoint knows: client id -> {"secret": ..., "token": a key of the tokens above}
+    control_plane_clients: Optional[Dict[str, Dict[str, str]]] = None
+    certfile: str = ""               # PEM chain and key: serve HTTPS (the control plane's face is HTTPS in Azure)
+    keyfile: str = ""
 
 
 def check_bind(host: str, allow_non_loopback: bool) -> None:
@@ -170,7 +174,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.path.startswith(CONTROL) or target.path.startswith(CONTROL):
             self._control(method, target.path[len(CONTROL):], parse_qs(target.query))
             return
-        if self.sim.options.control_plane_tokens is not None and target.path.lower().startswith(MANAGEMENT):
+        if self.sim.options.control_plane_tokens is not None and control_plane.is_management(target.path):
             self._management(method, target.path, parse_qs(target.query))
             return
         if not self.path.startswith("/"):
@@ -337,8 +341,8 @@ class Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(length)) if length and length.isdigit() and int(length) <= MAX_POST_BYTES else None
         with self.sim.lock:
             status, answer = control_plane.handle(
-                self.sim.engine, self.sim.options.control_plane_tokens or {}, method, path, query,
-                self.headers.get("Authorization"), body, self.sim.clock.now(), self.sim.options.graph_lag_s)
+                self.sim.engine, self.sim.options, self.sim.base_url, method, path, query,
+                self.headers.get("Authorization"), body, self.sim.clock.now())
         self._send(status, answer)
 
     # ------------------------------------------------------------------ control API
@@ -531,7 +535,13 @@ def make_server(sim: Simulator) -> ThreadingHTTPServer:
     server = server_class((options.host, options.port), handler)
     host, port = server.server_address[:2]
     shown = f"[{host}]" if ":" in str(host) else host
-    sim.base_url = f"http://{shown}:{port}"
+    scheme = "http"
+    if options.certfile:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(options.certfile, options.keyfile or None)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        scheme = "https"
+    sim.base_url = f"{scheme}://{shown}:{port}"
     return server
 
 

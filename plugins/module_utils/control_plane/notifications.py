@@ -31,11 +31,11 @@ EVENT_GRID_TYPE = "Microsoft.ResourceNotifications.MaintenanceResources.Schedule
 RESOURCE_GRAPH_TYPE = "microsoft.maintenance/scheduledevents"
 # Where an event can be published, and acknowledged (Microsoft.Maintenance's path names them so).
 SCOPE_TYPES = ("virtualMachines", "virtualMachineScaleSets", "availabilitySets")
-_EVENT_ID = re.compile(
-    r"^/subscriptions/(?P<subscription>[^/]+)/resourcegroups/(?P<resource_group>[^/]+)"
-    r"/providers/microsoft\.compute/(?P<scope_type>[^/]+)/(?P<scope_name>[^/]+)"
-    r"/providers/microsoft\.maintenance/scheduledevents/(?P<event_id>[^/]+)$",
-    re.IGNORECASE)
+_SCOPE_PART = (r"^/subscriptions/(?P<subscription>[^/]+)/resourcegroups/(?P<resource_group>[^/]+)"
+               r"/providers/microsoft\.compute/(?P<scope_type>[^/]+)/(?P<scope_name>[^/]+)")
+_EVENT_ID = re.compile(_SCOPE_PART + r"/providers/microsoft\.maintenance/scheduledevents/(?P<event_id>[^/]+)$",
+                       re.IGNORECASE)
+_SCOPE_ID = re.compile(_SCOPE_PART + "$", re.IGNORECASE)
 
 
 class SightingError(ValueError):
@@ -81,7 +81,20 @@ def scope_of(arm_id):
         raise SightingError("%r is not a scheduled event's id (/subscriptions/.../resourceGroups/.../providers/"
                             "Microsoft.Compute/<type>/<name>/providers/Microsoft.Maintenance/scheduledevents/<id>)."
                             % (arm_id,))
-    scope = match.groupdict()
+    return _spelled(match.groupdict(), arm_id)
+
+
+def parse_scope(arm_id):
+    """The ARM id of a VM, scale set or availability set -> {subscription, resource_group, scope_type,
+    scope_name}: where events are published and acknowledged."""
+    match = _SCOPE_ID.match(arm_id.rstrip("/")) if isinstance(arm_id, str) else None
+    if not match:
+        raise SightingError("%r is not the id of a VM, scale set or availability set (/subscriptions/.../"
+                            "resourceGroups/.../providers/Microsoft.Compute/<type>/<name>)." % (arm_id,))
+    return _spelled(match.groupdict(), arm_id)
+
+
+def _spelled(scope, arm_id):
     spelled = [t for t in SCOPE_TYPES if t.lower() == scope["scope_type"].lower()]
     if not spelled:
         raise SightingError("%r names a %s, not one of %s." % (arm_id, scope["scope_type"], ", ".join(SCOPE_TYPES)))

@@ -1,0 +1,158 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to azure_imds.scheduled_events
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the control-plane modules do: read a subscription's scheduled events from Resource Graph, and acknowledge
+events through Microsoft.Maintenance. Run on the controller; their I/O is an ArmClient (arm_client.py).
+
+A read never frees anything: the events are reported with the hosts they list, and what the read cannot place
+(a VM no host is, a name two hosts share) or could not parse is reported beside them, for the caller to count as
+busy. Resource Graph may lag behind Azure: `read_at` says when the read ran, never when Azure changed the event.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+from configparser import ConfigParser
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.acknowledge import (
+    DEFAULT_API_VERSION,
+    AcknowledgeError,
+    acknowledge_outcome,
+    acknowledge_request,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.arm_client import (
+    ArmClient,
+    ArmError,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.azure_auth import (
+    AUTH_ARGUMENT_SPEC,
+    AuthError,
+    resolve_credentials,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.event_view import fold
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_map import (
+    HostMapError,
+    host_index,
+    hosts_of,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.notifications import (
+    SightingError,
+    from_resource_graph,
+    parse_scope,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import (
+    ENDED_STATUSES,
+    iso_utc,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
+    TaskFailed,
+    utc_now,
+)
+
+GRAPH_PATH = "/providers/Microsoft.ResourceGraph/resources?api-version=2021-03-01"
+GRAPH_QUERY = 'maintenanceresources | where type == "microsoft.maintenance/scheduledevents"'
+
+
+def info_argument_spec():
+    return dict(AUTH_ARGUMENT_SPEC, subscriptions=dict(type="list", elements="str"),
+                vm_ids=dict(type="dict", default={}), timeout=dict(type="float", default=30.0))
+
+
+def acknowledge_argument_spec():
+    return dict(AUTH_ARGUMENT_SPEC, scope=dict(type="str", required=True), event_ids=dict(type="list", elements="str",
+                required=True), api_version=dict(type="str", default=DEFAULT_API_VERSION),
+                timeout=dict(type="float", default=30.0))
+
+
+def run_control_plane_info(params, edges, check_mode, diff_mode):
+    client = _client(params)
+    subscriptions = params["subscriptions"] or [client.credentials["subscription_id"]]
+    read_at = iso_utc(utc_now())
+    status, answer = _post(client, GRAPH_PATH, {"subscriptions": subscriptions, "query": GRAPH_QUERY})
+    if status != 200 or not isinstance(answer, dict) or not isinstance(answer.get("data"), list):
+        raise TaskFailed("Resource Graph answered %s (%s); nothing was read." % (status, _said(answer)))
+    sightings, unreadable = [], []
+    for row in answer["data"]:
+        try:
+            sightings.append(from_resource_graph(row, read_at))
+        except SightingError as exc:
+            unreadable.append(str(exc))
+            edges.warn(str(exc) + " It counts as an event on every host it might list.")
+    view = fold(sightings)[0]
+    try:
+        index = host_index(params["vm_ids"])
+    except HostMapError as exc:
+        raise TaskFailed(str(exc))
+    events, hosts, unmapped, ambiguous = [], {}, {}, {}
+    for sighting in sorted(view.values(), key=lambda s: s["event"]["event_id"]):
+        placed = hosts_of(sighting, index)
+        events.append(dict(sighting["event"], scope=_scope_id(sighting["scope"]), seen_at=sighting["seen_at"],
+                           source=sighting["source"], hosts=placed["hosts"]))
+        for host in placed["hosts"]:
+            hosts.setdefault(host, []).append(sighting["event"]["event_id"])
+        if placed["unmapped"]:
+            unmapped[sighting["event"]["event_id"]] = placed["unmapped"]
+        if placed["ambiguous"]:
+            ambiguous[sighting["event"]["event_id"]] = placed["ambiguous"]
+    return {"changed": False, "events": events, "hosts": hosts, "unmapped": unmapped, "ambiguous": ambiguous,
+            "unreadable": unreadable, "ended": dict((s["event"]["event_id"], s["event"]["event_status"])
+                                                    for s in view.values()
+                                                    if s["event"]["event_status"] in ENDED_STATUSES),
+            "read_at": read_at, "subscriptions": subscriptions}
+
+
+def run_acknowledge(params, edges, check_mode, diff_mode):
+    try:
+        request = acknowledge_request(parse_scope(params["scope"]), params["event_ids"], params["api_version"])
+    except (SightingError, AcknowledgeError) as exc:
+        raise TaskFailed(str(exc))
+    result = {"changed": True, "approved": [], "gone": [], "refused": {}, "unknown": [],
+              "request": {"method": request["method"], "path": request["path"]}}
+    if check_mode:
+        result["would_approve"] = list(params["event_ids"])
+        return result
+    status, answer = _post(_client(params), request["path"], request["body"])
+    outcome = acknowledge_outcome(status, answer, params["event_ids"])
+    result.update(changed=bool(outcome["approved"]), approved=outcome["approved"], gone=outcome["gone"],
+                  refused=outcome["refused"], unknown=outcome["unknown"], status=status)
+    if outcome["refused"] or (outcome["error"] and not outcome["approved"]):
+        raise TaskFailed(outcome["error"] or "Azure refused %s." % ", ".join(
+            "%s (%s)" % item for item in sorted(outcome["refused"].items())), **result)
+    if outcome["error"]:
+        edges.warn(outcome["error"])
+    return result
+
+
+def _client(params):
+    try:
+        credentials = resolve_credentials(params, os.environ, _read_profile)
+    except AuthError as exc:
+        raise TaskFailed(str(exc))
+    return ArmClient(credentials, timeout=params["timeout"])
+
+
+def _post(client, path, body):
+    try:
+        return client.post(path, body)
+    except ArmError as exc:
+        raise TaskFailed(str(exc))
+
+
+def _read_profile(name):
+    parser = ConfigParser()
+    parser.read(os.path.expanduser("~/.azure/credentials"))
+    return dict(parser.items(name)) if parser.has_section(name) else {}
+
+
+def _scope_id(scope):
+    return ("/subscriptions/%(subscription)s/resourceGroups/%(resource_group)s/providers/Microsoft.Compute/"
+            "%(scope_type)s/%(scope_name)s" % scope)
+
+
+def _said(answer):
+    error = answer.get("error") if isinstance(answer, dict) else None
+    if isinstance(error, dict):
+        return error.get("message") or error.get("code") or "no reason given"
+    return "no reason given"

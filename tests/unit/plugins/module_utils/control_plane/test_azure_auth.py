@@ -1,0 +1,56 @@
+"""Which service principal a control-plane task uses: options, then the environment, then the profile file, as
+azure.azcollection orders them; what is missing is one sentence naming where it looked."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.azure_auth import (
+    AuthError,
+    resolve_credentials,
+)
+
+OPTIONS = {"auth_source": "auto", "client_id": "app", "secret": "s", "tenant": "t", "subscription_id": "sub",
+           "cloud_environment": "AzureCloud", "profile": None}
+ENVIRONMENT = {"AZURE_CLIENT_ID": "env-app", "AZURE_SECRET": "env-s", "AZURE_TENANT": "env-t",
+               "AZURE_SUBSCRIPTION_ID": "env-sub"}
+PROFILE = {"client_id": "file-app", "secret": "file-s", "tenant": "file-t", "subscription_id": "file-sub"}
+NOTHING = dict(OPTIONS, client_id=None, secret=None, tenant=None, subscription_id=None)
+
+
+def test_options_come_first_then_the_environment_then_the_profile() -> None:
+    assert resolve_credentials(OPTIONS, ENVIRONMENT, lambda name: PROFILE)["client_id"] == "app"
+    from_env = resolve_credentials(NOTHING, ENVIRONMENT, lambda name: PROFILE)
+    expected = ("env-app", "env-sub", "the environment")
+    assert (from_env["client_id"], from_env["subscription_id"], from_env["source"]) == expected
+    assert resolve_credentials(NOTHING, {}, lambda name: PROFILE)["client_id"] == "file-app"
+
+
+def test_the_profile_named_by_the_option_or_azure_profile_is_read() -> None:
+    asked = []
+    resolve_credentials(NOTHING, {"AZURE_PROFILE": "prod"}, lambda name: asked.append(name) or PROFILE)
+    assert asked == ["prod"]
+
+
+def test_an_auth_source_looks_only_there() -> None:
+    with pytest.raises(AuthError, match=r"^No service principal found \(client_id, secret and tenant\) in the "
+                                        r"environment\.$"):
+        resolve_credentials(dict(OPTIONS, auth_source="env"), {}, lambda name: PROFILE)
+    assert resolve_credentials(NOTHING, {"ANSIBLE_AZURE_AUTH_SOURCE": "credential_file"},
+                               lambda name: PROFILE)["source"] == "~/.azure/credentials"
+
+
+@pytest.mark.parametrize("params, environ, sentence", [
+    (NOTHING, {}, "No service principal found (client_id, secret and tenant) in the task's options, the environment, "
+                  "~/.azure/credentials."),
+    (dict(OPTIONS, subscription_id=None), {}, "No subscription_id: give it as an option or in AZURE_SUBSCRIPTION_ID."),
+    (dict(OPTIONS, cloud_environment="http://plain"), {}, "cloud_environment http://plain is neither one of "
+                                                          "AzureChinaCloud, AzureCloud, AzureUSGovernment nor an "
+                                                          "https:// Resource Manager URL."),
+    (OPTIONS, {"ANSIBLE_AZURE_AUTH_SOURCE": "msi"}, "auth_source msi is not offered by the control-plane tasks yet"),
+    (dict(NOTHING, client_id="reader-app", secret="s", subscription_id="sub"), ENVIRONMENT,
+     "The task's options give client_id and secret but not tenant: give all three there, or none."),
+])
+def test_what_cannot_be_used_is_one_sentence(params: dict, environ: dict, sentence: str) -> None:
+    with pytest.raises(AuthError) as refused:
+        resolve_credentials(params, environ, lambda name: {})
+    assert str(refused.value).startswith(sentence)
