@@ -22,7 +22,9 @@ REPO = Path(__file__).resolve().parent.parent.parent
 EDA = REPO / "extensions" / "eda"
 SCHEMA = EDA / "plugins" / "event_source" / "schemas" / "scheduled_events.json"
 CREDENTIAL = EDA / "plugins" / "event_source" / "credential_types" / "scheduled_events_relay"
-RULEBOOKS = sorted((EDA / "rulebooks").glob("*.yml"))
+# The rulebooks of the relays' path (the Event Grid one reads azure.azcollection's azure_service_bus source instead)
+RULEBOOKS = sorted(p for p in (EDA / "rulebooks").glob("*.yml")
+                   if "azure_imds.scheduled_events.scheduled_events:" in p.read_text())
 TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "list": ["array", "string"]}
 
 

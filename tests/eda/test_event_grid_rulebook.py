@@ -1,0 +1,82 @@
+"""Event-driven without relays, end to end, with docs/event-driven.md's command as written: the simulator's Event Grid deliveries of a real event, through a TEST
+DOUBLE of azure.azcollection's azure_service_bus source (Service Bus is out of reach; tests/eda/service_bus_double/),
+into the real ansible-rulebook with the collection's scheduled_events_event_grid rulebook, whose cycle prepares the
+VMs the event lists, reading them itself, and approves; the delivery Event Grid repeats starts nothing more."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from imds_simulator import control_plane
+from imds_simulator.fleet import FleetSpec
+from tests.conftest import COLLECTIONS_PATH
+from tests.integration.runner import FILES
+from tests.live_fleet import LiveFleet
+from tests.timing import wait_for
+from tools.relay_fleet import kill_tree
+
+BIN = Path(sys.executable).parent
+DOUBLE = Path(__file__).resolve().parent / "service_bus_double"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "event-driven.md"
+
+
+def docs_command() -> str:
+    """The command docs/event-driven.md gives for this path, as written."""
+    part = DOCS.read_text().split("\n## Without relays: Event Grid through Service Bus (preview)\n", 1)[1]
+    (block,) = re.findall(r"```sh\n(.*?)```", part.split("\n## ", 1)[0], re.S)
+    return block.strip()
+
+
+def test_a_notification_through_service_bus_starts_a_cycle_on_the_vms_it_lists(tmp_path: Path) -> None:
+    assert shutil.which("java"), "ansible-rulebook needs Java 17+: apt-get install openjdk-17-jre-headless"
+    fleet = LiveFleet(None, time_scale=10.0, fleet=FleetSpec(vms=3, fault_domains=1), control_plane_tokens={})
+    vms = fleet.vms
+    (tmp_path / "inventory").mkdir()
+    actions = tmp_path / "actions"
+    actions.mkdir()
+    (tmp_path / "inventory" / "hosts.yml").write_text(yaml.safe_dump({"azure_vms": {"vars": {
+        "actions_dir": str(actions)}, "hosts": {vm: {
+            "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+            "maintenance_cycle_imds_url": fleet.url(vm),
+            "maintenance_cycle_state_path": str(tmp_path / "state" / f"{vm}.json")} for vm in vms}}}))
+    (tmp_path / "vm_ids.yml").write_text(yaml.safe_dump({vm.name: vm.resource_id for vm in fleet.engine.fleet.vms}))
+    queue = tmp_path / "queue.jsonl"
+    queue.write_text("")
+    (tmp_path / "rulebook_vars.yml").write_text(yaml.safe_dump({
+        "service_bus_connection_string": f"file://{queue}", "service_bus_queue": "scheduled-events",
+        "prepare_tasks": str(FILES / "prepare_log.yml"), "recover_tasks": str(FILES / "recover_log.yml")}))
+    # Only the double and the collection: the real azure.azcollection in site-packages would come first
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=f"{DOUBLE}{os.pathsep}{COLLECTIONS_PATH}", HOME=str(tmp_path),
+               ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
+               PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", ANSIBLE_NOCOLOR="1", PYTHONUNBUFFERED="1",
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"))
+    log = tmp_path / "rulebook.log"
+    rulebook = subprocess.Popen(["bash", "-ec", docs_command()], cwd=tmp_path, env=env, stdout=log.open("w"),
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        (event_id,) = fleet.inject({"key": "r", "type": "Reboot", "notice_s": 900, "resources": {"names": vms[:2]}})
+        (delivery,) = control_plane.deliveries(fleet.engine, fleet.sim.clock.now())
+        queue.write_text(json.dumps(delivery) + "\n" + json.dumps(delivery) + "\n")  # Event Grid sent it twice
+        wait_for(lambda: fleet.approvals() or rulebook.poll() is not None, 180,
+                 f"the cycle's approval:\n{log.read_text()[-3000:] if log.exists() else ''}")
+        approvals = fleet.approvals()
+        # The first cycle ends; a second one (for the repeated delivery) would start right after it.
+        wait_for(lambda: "PLAY RECAP" in log.read_text(), 120, "the cycle's end")
+        time.sleep(5)
+    finally:
+        kill_tree(rulebook)
+        fleet.close()
+    text = log.read_text()
+    assert [a["event_ids"] for a in approvals] == [[event_id]] and approvals[0]["vm"] in vms[:2], text[-3000:]
+    assert text.count("PLAY RECAP") == 1, "the repeated delivery ran no cycle"
+    prepared = sorted(json.loads(line)["host"] for path in actions.glob("*.jsonl")
+                      for line in path.read_text().splitlines() if json.loads(line)["phase"] == "prepare")
+    assert prepared == sorted(vms[:2]), "the listed VMs, each read by the cycle itself, and only they"
