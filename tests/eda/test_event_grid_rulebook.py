@@ -62,7 +62,8 @@ def test_a_notification_through_service_bus_starts_a_cycle_on_the_vms_it_lists(t
     rulebook = subprocess.Popen(["bash", "-ec", docs_command()], cwd=tmp_path, env=env, stdout=log.open("w"),
                                 stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        (event_id,) = fleet.inject({"key": "r", "type": "Reboot", "notice_s": 900, "resources": {"names": vms[:2]}})
+        # 180 s of notice at time scale 10: the rulebook's start and the cycle must approve before NotBefore
+        (event_id,) = fleet.inject({"key": "r", "type": "Reboot", "notice_s": 1800, "resources": {"names": vms[:2]}})
         (delivery,) = control_plane.deliveries(fleet.engine, fleet.sim.clock.now())
         queue.write_text(json.dumps(delivery) + "\n" + json.dumps(delivery) + "\n")  # Event Grid sent it twice
         wait_for(lambda: fleet.approvals() or rulebook.poll() is not None, 180,

@@ -20,14 +20,15 @@ CONTRIBUTOR = "Scheduled Events Contributor"
 
 def test_read_from_resource_graph_then_acknowledge_and_the_vms_see_it_started(tmp_path: Path) -> None:
     ca, cert, key = certificate_chain(tmp_path)
-    fleet = LiveFleet(None, time_scale=60.0, fleet=FleetSpec(vms=2, fault_domains=1), simulate_impact=False,
+    fleet = LiveFleet(None, time_scale=10.0, fleet=FleetSpec(vms=2, fault_domains=1), simulate_impact=False,
                       certfile=str(cert), keyfile=str(key),
                       control_plane_tokens={"t-operator": [CONTRIBUTOR], "t-reader": ["Reader"]},
                       control_plane_clients={"operator-app": {"secret": "operator-secret", "token": "t-operator"},
                                              "reader-app": {"secret": "reader-secret", "token": "t-reader"}})
     try:
-        # At time scale 60: 15 s of notice, Started for 30 s (past the playbook's last read)
-        (event_id,) = fleet.inject({"key": "r", "type": "Reboot", "notice_s": 900, "started_for_s": 1800,
+        # At time scale 10: 180 s of notice (at time scale 60, 15 s, a loaded CI machine's play outlasted it and the
+        # event started by itself), Started for 180 s (past the playbook's last read)
+        (event_id,) = fleet.inject({"key": "r", "type": "Reboot", "notice_s": 1800, "started_for_s": 1800,
                                     "resources": {"names": fleet.vms}})
         vm_ids = {f"web{i}": vm.resource_id for i, vm in enumerate(fleet.engine.fleet.vms)}
         scope = "{{ r_read.events[0].scope }}"

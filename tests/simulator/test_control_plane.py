@@ -81,7 +81,7 @@ def test_one_event_seen_through_resource_graph_and_imds_and_acknowledged_from_ou
 
 
 def _seen_both_ways_and_acknowledged(fleet: LiveFleet) -> None:
-    (event_id,) = fleet.inject({"key": "r", "type": "Reboot", "notice_s": 900, "started_for_s": 60,
+    (event_id,) = fleet.inject({"key": "r", "type": "Reboot", "notice_s": 3600, "started_for_s": 3600,
                                 "resources": {"names": fleet.vms[:2]}})
     (row,) = rows(fleet)
     listed = imds_event(fleet, fleet.vms[0], event_id)
@@ -101,7 +101,7 @@ def _seen_both_ways_and_acknowledged(fleet: LiveFleet) -> None:
 def test_event_grid_delivers_each_status_and_the_end_the_vms_never_see(fleet: LiveFleet) -> None:
     (done,) = fleet.inject({"key": "f", "type": "Freeze", "notice_s": 60, "started_for_s": 1, "duration_s": 1,
                             "resources": {"names": fleet.vms[:1]}})
-    (withdrawn,) = fleet.inject({"key": "w", "type": "Reboot", "notice_s": 900, "resources": {"names": fleet.vms[2:]}})
+    (withdrawn,) = fleet.inject({"key": "w", "type": "Reboot", "notice_s": 3600, "resources": {"names": fleet.vms[2:]}})
     fleet.cancel(withdrawn)
     deadline = time.monotonic() + 10
     while fleet.truth()[0]["status"] != "Removed" and time.monotonic() < deadline:
@@ -118,7 +118,7 @@ def test_event_grid_delivers_each_status_and_the_end_the_vms_never_see(fleet: Li
 
 def test_a_list_acknowledge_answers_207_per_event_and_the_collection_never_counts_an_unnamed_one(
         fleet: LiveFleet) -> None:
-    first, second = (fleet.inject({"key": k, "type": "Reboot", "notice_s": 900, "started_for_s": 60,
+    first, second = (fleet.inject({"key": k, "type": "Reboot", "notice_s": 3600, "started_for_s": 3600,
                                    "resources": {"names": [vm]}})[0] for k, vm in (("a", fleet.vms[0]),
                                                                                    ("b", fleet.vms[1])))
     (row, _) = sorted(rows(fleet), key=lambda r: r["event"]["event_id"] != first)
@@ -142,7 +142,7 @@ def test_a_list_acknowledge_answers_207_per_event_and_the_collection_never_count
 def test_what_azure_refuses_approves_nothing_and_reads_as_one_sentence(fleet: LiveFleet, change: tuple,
                                                                          token: Optional[str], status: int,
                                                                          sentence: str) -> None:
-    (event_id,) = fleet.inject({"key": "r", "type": "Reboot", "notice_s": 900, "resources": {"names": fleet.vms[:1]}})
+    (event_id,) = fleet.inject({"key": "r", "type": "Reboot", "notice_s": 3600, "resources": {"names": fleet.vms[:1]}})
     (row,) = rows(fleet)
     ack = acknowledge_request(row["scope"], [event_id])["path"]
     got, answer = call(fleet, ack.replace(*change) if change else ack, token=token)
@@ -156,7 +156,7 @@ def test_resource_graph_lags_as_asked_and_the_face_is_off_unless_asked_for() -> 
     lagging = LiveFleet(None, time_scale=60.0, fleet=FleetSpec(vms=1), control_plane_tokens=TOKENS, graph_lag_s=1.0)
     plain = LiveFleet(None, time_scale=60.0, fleet=FleetSpec(vms=1))
     try:
-        lagging.inject({"key": "r", "type": "Reboot", "notice_s": 900, "resources": {"names": lagging.vms}})
+        lagging.inject({"key": "r", "type": "Reboot", "notice_s": 3600, "resources": {"names": lagging.vms}})
         assert rows(lagging) == [], "not in Resource Graph yet"
         time.sleep(1.1)
         assert len(rows(lagging)) == 1
