@@ -67,6 +67,10 @@ def acknowledge_argument_spec():
 
 
 def run_control_plane_info(params, edges, check_mode, diff_mode):
+    try:
+        index = host_index(params["vm_ids"])  # a bad host identity fails before anything is sent
+    except HostMapError as exc:
+        raise TaskFailed(str(exc))
     client = _client(params)
     subscriptions = params["subscriptions"] or [client.credentials["subscription_id"]]
     read_at = iso_utc(utc_now())
@@ -81,10 +85,6 @@ def run_control_plane_info(params, edges, check_mode, diff_mode):
             unreadable.append(str(exc))
             edges.warn(str(exc) + " It counts as an event on every host it might list.")
     view = fold(sightings)[0]
-    try:
-        index = host_index(params["vm_ids"])
-    except HostMapError as exc:
-        raise TaskFailed(str(exc))
     events, hosts, unmapped, ambiguous = [], {}, {}, {}
     for sighting in sorted(view.values(), key=lambda s: s["event"]["event_id"]):
         placed = hosts_of(sighting, index)

@@ -2,7 +2,6 @@
 azure_service_bus source delivers it, in `body`) -> the hosts a maintenance cycle should look at."""
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from pathlib import Path
@@ -61,12 +60,12 @@ EXAMPLES = r"""
 
 LOGGER = logging.getLogger(__name__)
 _SEEN: List[str] = []
-_LOADED: Dict[Tuple[str, float], Dict[str, Any]] = {}
+_LOADED: Dict[Tuple[str, float], Tuple[Dict[str, str], Dict[Any, List[str]]]] = {}
 
 
 def main(event: Dict[str, Any], vm_ids_file: str = "vm_ids.yml", expected_hosts: Optional[List[str]] = None) -> Dict[str, Any]:
-    vm_ids = _vm_ids(vm_ids_file)
-    woken = hosts_to_wake(event.get("body"), _index(vm_ids_file, vm_ids), expected_hosts or sorted(vm_ids), _SEEN)
+    vm_ids, index = _hosts_file(vm_ids_file)
+    woken = hosts_to_wake(event.get("body"), index, expected_hosts or sorted(vm_ids), _SEEN)
     if woken is None:
         return event
     LOGGER.info("%s", woken["reason"])
@@ -75,22 +74,20 @@ def main(event: Dict[str, Any], vm_ids_file: str = "vm_ids.yml", expected_hosts:
     return event
 
 
-def _vm_ids(path: str) -> Dict[str, str]:
+def _hosts_file(path: str) -> Tuple[Dict[str, str], Dict[Any, List[str]]]:
+    """The file's hosts and their index, read and built once per version of the file (not once per event)."""
     file = Path(path)
     key = (path, file.stat().st_mtime if file.exists() else 0.0)
     if key not in _LOADED:
         try:
-            loaded = yaml.safe_load(file.read_text()) if file.suffix != ".json" else json.loads(file.read_text())
-        except (OSError, ValueError, yaml.YAMLError) as exc:
+            loaded = yaml.safe_load(file.read_text())  # JSON is YAML too
+        except (OSError, yaml.YAMLError) as exc:
             raise ValueError(f"vm_ids_file {path} cannot be read: {exc}") from None
         if not isinstance(loaded, dict) or not loaded:
             raise ValueError(f"vm_ids_file {path} must map inventory host names to their VMs' ARM ids.")
-        _LOADED[key] = {"vm_ids": {str(h): str(i) for h, i in loaded.items()}}
-    return _LOADED[key]["vm_ids"]
-
-
-def _index(path: str, vm_ids: Dict[str, str]) -> Dict[Any, List[str]]:
-    try:
-        return host_index(vm_ids)
-    except HostMapError as exc:
-        raise ValueError(f"vm_ids_file {path}: {exc}") from None
+        vm_ids = {str(h): str(i) for h, i in loaded.items()}
+        try:
+            _LOADED[key] = (vm_ids, host_index(vm_ids))
+        except HostMapError as exc:
+            raise ValueError(f"vm_ids_file {path}: {exc}") from None
+    return _LOADED[key]
