@@ -16,6 +16,8 @@ TESTED_ELSEWHERE: Dict[str, Tuple[str, List[str]]] = {
     "action/scheduled_events_claim.py": ("CycleBench", ["tests/windows/test_windows_hosts.py"]),
     "action/scheduled_events_info.py": ("info(", ["tests/windows/test_windows_hosts.py"]),
     "action/scheduled_events_lock.py": ("CycleBench", ["tests/windows/test_windows_hosts.py"]),
+    "action/scheduled_events_state.py": ("control_plane=", ["tests/integration/test_control_plane_cycle.py"]),
+    "plugin_utils/host_transport.py": ("control_plane=", ["tests/integration/test_control_plane_cycle.py"]),
     "action/relay_code.py": ("relay_code", ["tests/relay/test_event_relay_role.py"]),
     "action/vm_memory.py": ("vm_memory", ["tests/unit/plugins/plugin_utils/test_vm_memory.py"]),
     "callback/scheduled_events_history.py": ("scheduled_events_history", ["tests/history/test_history_callback.py"]),

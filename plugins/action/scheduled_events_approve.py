@@ -11,10 +11,10 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.
     argument_spec,
     run_approve,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.windows_host import WindowsAwareAction
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.host_transport import HostTransportAction
 
 
-class ActionModule(WindowsAwareAction):
+class ActionModule(HostTransportAction):
     RUN = staticmethod(run_approve)
     ARGUMENT_SPEC = staticmethod(argument_spec)
     REQUIRED_ONE_OF = REQUIRED_ONE_OF

@@ -6,10 +6,10 @@
 from __future__ import annotations
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.lock_task import argument_spec, run_lock
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.windows_host import WindowsAwareAction
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.host_transport import HostTransportAction
 
 
-class ActionModule(WindowsAwareAction):
+class ActionModule(HostTransportAction):
     RUN = staticmethod(run_lock)
     ARGUMENT_SPEC = staticmethod(argument_spec)
     PATH_OPTIONS = ("path",)

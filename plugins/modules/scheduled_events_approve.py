@@ -23,6 +23,7 @@ description:
 author:
   - azure_imds.scheduled_events maintainers (@azure-imds)
 extends_documentation_fragment:
+  - azure_imds.scheduled_events.control_plane_transport
   - azure_imds.scheduled_events.imds
 attributes:
   check_mode:

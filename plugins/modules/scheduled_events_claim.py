@@ -26,6 +26,7 @@ description:
 author:
   - azure_imds.scheduled_events maintainers (@azure-imds)
 extends_documentation_fragment:
+  - azure_imds.scheduled_events.control_plane_transport
   - azure_imds.scheduled_events.imds
 attributes:
   check_mode:
@@ -167,9 +168,17 @@ raw:
   returned: always
   type: dict
 transport:
-  description: V(module) on the VM, V(win_uri) through M(ansible.windows.win_uri) for a Windows VM.
+  description:
+    - V(module) on the VM, V(win_uri) through M(ansible.windows.win_uri) for a Windows VM, V(control_plane) on the
+      controller for a host read through Azure's control plane (O(control_plane)).
   returned: always
   type: str
+control_plane_ended:
+  description:
+    - For a host read through the control plane, the events Resource Graph shows ended for this VM, each with
+      V(Completed) or V(Canceled) (IMDS only stops listing an ended event).
+  returned: when the control-plane read shows such events
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -25,6 +25,8 @@ description:
   - Only the owner's lock is ever released or renewed; another run's lock is left as it is.
 author:
   - azure_imds.scheduled_events maintainers (@azure-imds)
+extends_documentation_fragment:
+  - azure_imds.scheduled_events.control_plane_transport
 attributes:
   check_mode:
     support: full

@@ -22,6 +22,8 @@ description:
     one, never half of it.
 author:
   - azure_imds.scheduled_events maintainers (@azure-imds)
+extends_documentation_fragment:
+  - azure_imds.scheduled_events.control_plane_transport
 attributes:
   check_mode:
     support: full

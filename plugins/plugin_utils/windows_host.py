@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Windows VMs: run a module's task on the controller, reaching IMDS through ansible.windows.win_uri.
+"""Windows VMs: a module's task on the controller, reaching IMDS through ansible.windows.win_uri (the edges).
 
 Python modules cannot run on Windows, and IMDS answers only from inside the VM.
 So for a PowerShell connection the action plugin runs the same `run_*` function
@@ -17,8 +17,7 @@ import binascii
 import math
 from typing import Any, Callable, Dict, Optional
 
-from ansible.errors import AnsibleActionFail, AnsibleError
-from ansible.plugins.action.normal import ActionModule as NormalAction
+from ansible.errors import AnsibleError
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import (
     ImdsError,
@@ -103,57 +102,13 @@ def windows_edges(call: ModuleCall, warn: Callable[[str], None]) -> TaskEdges:
     return TaskEdges(warn=warn, send=send, read_text=read_text)
 
 
-class WindowsAwareAction(NormalAction):
-    """The module on the VM for POSIX shells; `RUN` on the controller for PowerShell ones."""
-
-    RUN: Callable[..., Dict[str, Any]]
-    ARGUMENT_SPEC: Callable[[], Dict[str, Any]]
-    REQUIRED_ONE_OF: list = []
-    MUTUALLY_EXCLUSIVE: list = []
-    REQUIRED_TOGETHER: list = []
-    PATH_OPTIONS: tuple = ()
-
-    def run(self, tmp=None, task_vars=None):
-        if self._connection._shell.SHELL_FAMILY != "powershell":
-            return self.labelled(super().run(tmp, task_vars), "module")
-        result = super(NormalAction, self).run(tmp, task_vars)  # ActionBase: check-mode bookkeeping only
-        if self._task.async_val:
-            raise AnsibleActionFail("async is not supported on Windows VMs, where this task runs on the controller.")
-        args = self.windows_args()
-        warnings = []
-        edges = windows_edges(self.call_module(task_vars or {}), warnings.append)
-        check_mode, diff_mode = bool(self._task.check_mode), bool(self._task.diff)
+def call_module(action: Any, task_vars: Dict[str, Any]) -> ModuleCall:
+    """`call(module, args)`: run a module on the action's host (the VM), one sentence when its collection is missing."""
+    def call(name: str, module_args: Dict[str, Any]) -> Dict[str, Any]:
         try:
-            result.update(type(self).RUN(args, edges, check_mode, diff_mode))
-        except TaskFailed as exc:
-            result.update(exc.result, failed=True, msg=exc.msg)
-        if warnings:
-            result["warnings"] = warnings
-        result["invocation"] = {"module_args": args}
-        return self.labelled(result, "win_uri")
-
-    def labelled(self, result: Dict[str, Any], transport: str) -> Dict[str, Any]:
-        return result
-
-    def windows_args(self) -> Dict[str, Any]:
-        """The task's arguments validated by the module's own spec; paths stay VM paths."""
-        spec = type(self).ARGUMENT_SPEC()
-        for name in self.PATH_OPTIONS:  # `path` would expand ~ on the controller
-            spec[name] = dict(spec[name], type="str")
-        _validation, args = self.validate_argument_spec(argument_spec=spec, required_one_of=self.REQUIRED_ONE_OF,
-                                                        mutually_exclusive=self.MUTUALLY_EXCLUSIVE,
-                                                        required_together=self.REQUIRED_TOGETHER)
-        for name in self.PATH_OPTIONS:
-            if args.get(name):
-                args[name] = windows_path(args[name])
-        return args
-
-    def call_module(self, task_vars: Dict[str, Any]) -> ModuleCall:
-        def call(name: str, module_args: Dict[str, Any]) -> Dict[str, Any]:
-            try:
-                return self._execute_module(module_name=name, module_args=module_args, task_vars=task_vars)
-            except AnsibleError as exc:
-                if "was not found" in str(exc) or "could not be resolved" in str(exc):
-                    raise TaskFailed(MISSING_COLLECTION % exc)
-                raise
-        return call
+            return action._execute_module(module_name=name, module_args=module_args, task_vars=task_vars)
+        except AnsibleError as exc:
+            if "was not found" in str(exc) or "could not be resolved" in str(exc):
+                raise TaskFailed(MISSING_COLLECTION % exc)
+            raise
+    return call

@@ -35,12 +35,15 @@ class CycleBench:
     """A fleet, its inventory, per-host state files and a log of prepare/recover calls."""
 
     def __init__(self, fleet: LiveFleet, work: Path, hosts: Optional[List[str]] = None,
-                 windows: Sequence[str] = ()):
-        """`windows` hosts connect through the Windows test double and keep the role's default state path."""
+                 windows: Sequence[str] = (), control_plane: Sequence[str] = ()):
+        """`windows` hosts connect through the Windows test double and keep the role's default state path.
+        `control_plane` hosts are read and approved through the simulator's control plane; their IMDS URL is a
+        closed port, so that any request to the VM fails the run."""
         self.fleet = fleet
         self.work = work
         self.hosts = hosts or fleet.vms
         self.windows = set(windows)
+        self.control_plane = set(control_plane)
         self.controller_lock = work / "controller.lock"  # the playbooks' control-node lock, per bench
         self.actions_dir = work / "actions"
         self.actions_dir.mkdir(parents=True, exist_ok=True)
@@ -54,7 +57,12 @@ class CycleBench:
                "maintenance_cycle_availability_set": self.fleet.availability_set(host)}
         if host in self.windows:  # nothing Windows-specific beyond the connection's own variables
             return dict(url, ansible_connection="windows_double", ansible_windows_double_root=str(self.disk(host)))
-        return dict(url, ansible_connection="local", maintenance_cycle_state_path=str(self.state_path(host)))
+        if host in self.control_plane:
+            vm = next(v for v in self.fleet.engine.fleet.vms if v.name == host)
+            url.update(maintenance_cycle_imds_url="http://127.0.0.1:9", maintenance_cycle_transport="control_plane",
+                       maintenance_cycle_vm_id=vm.resource_id, maintenance_cycle_fault_domain=vm.fault_domain,
+                       maintenance_cycle_control_plane_state_dir=str(self.work / "control-plane"))
+        return dict(url, ansible_connection="local", maintenance_cycle_state_path=str(self.work / "state" / f"{host}.json"))
 
     def disk(self, host: str) -> Path:
         return self.work / "windows" / host
@@ -62,6 +70,8 @@ class CycleBench:
     def state_path(self, host: str) -> Path:
         if host in self.windows:  # the role's default, ~/.ansible/..., on the double's disk
             return self.disk(host) / "C" / "Users" / "ansible" / ".ansible" / "azure_imds_scheduled_events" / "state.json"
+        if host in self.control_plane:  # kept on the controller, <state dir>/<host>/<file name>
+            return self.work / "control-plane" / host / f"{host}.json"
         return self.work / "state" / f"{host}.json"
 
     def state(self, host: str) -> Optional[Dict[str, Any]]:

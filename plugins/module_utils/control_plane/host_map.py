@@ -30,14 +30,25 @@ def vm_key(subscription, resource_group, name):
 
 
 def identity_of(host, arm_id):
-    """A host's VM ARM id -> its key (subscription, resource group, the name Resources lists it by). A uniform
-    scale set's instance (.../virtualMachineScaleSets/<set>/virtualMachines/<n>) is listed as <set>_<n>."""
+    """A host's VM ARM id -> its key (subscription, resource group, the name Resources lists it by), lower case."""
+    return vm_key(*vm_of(host, arm_id))
+
+
+def vm_of(host, arm_id):
+    """A host's VM ARM id -> (subscription, resource group, VM name) as the id spells them. A uniform scale set's
+    instance (.../virtualMachineScaleSets/<set>/virtualMachines/<n>) is listed as <set>_<n>."""
     match = _VM_ID.match(arm_id) if isinstance(arm_id, str) else None
     if not match:
         raise HostMapError("Host %s has id %r, which is not a VM's ARM id (/subscriptions/.../resourceGroups/.../"
                            "providers/Microsoft.Compute/virtualMachines/<name>)." % (host, arm_id))
     name = match.group("vm") or "%s_%s" % (match.group("set"), match.group("instance"))
-    return vm_key(match.group("subscription"), match.group("resource_group"), name)
+    return match.group("subscription"), match.group("resource_group"), name
+
+
+def scale_set_of(arm_id):
+    """The uniform scale set a VM ARM id names its instance in, or ''."""
+    match = _VM_ID.match(arm_id) if isinstance(arm_id, str) else None
+    return (match.group("set") or "") if match else ""
 
 
 def host_index(vm_ids):

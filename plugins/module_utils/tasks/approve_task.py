@@ -24,6 +24,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.docume
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import ImdsError
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
+    CONTROL_PLANE_OPTION,
     IMDS_ARGUMENT_SPEC,
     StateUnreadable,
     TaskFailed,
@@ -53,6 +54,7 @@ def argument_spec():
         state_path=dict(type="path"),
         lock_owner=dict(type="str"),
         lease_seconds=dict(type="float", default=900.0),
+        **CONTROL_PLANE_OPTION
     )
     return spec
 

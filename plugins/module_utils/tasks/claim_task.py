@@ -18,6 +18,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.
     read_argument_spec,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
+    CONTROL_PLANE_OPTION,
     TaskFailed,
     lock_step,
 )
@@ -30,6 +31,7 @@ def argument_spec():
         state_path=dict(type="path", required=True),
         owner=dict(type="str", required=True),
         lease_seconds=dict(type="float", default=900.0),
+        **CONTROL_PLANE_OPTION
     )
     return spec
 

@@ -71,8 +71,13 @@ def run_control_plane_info(params, edges, check_mode, diff_mode):
         index = host_index(params["vm_ids"])  # a bad host identity fails before anything is sent
     except HostMapError as exc:
         raise TaskFailed(str(exc))
-    client = _client(params)
-    subscriptions = params["subscriptions"] or [client.credentials["subscription_id"]]
+    return read_control_plane(arm_client_for(params), params["subscriptions"], params["vm_ids"], index, edges.warn)
+
+
+def read_control_plane(client, subscriptions, vm_ids, index, warn):
+    """One Resource Graph read, its events placed on the hosts of `vm_ids` ({host: VM ARM id}, `index` its
+    host_index). The result echoes `vm_ids`: what it placed is what it can vouch for (imds_face.py)."""
+    subscriptions = subscriptions or [client.credentials["subscription_id"]]
     read_at = iso_utc(utc_now())
     status, answer = _post(client, GRAPH_PATH, {"subscriptions": subscriptions, "query": GRAPH_QUERY})
     if status != 200 or not isinstance(answer, dict) or not isinstance(answer.get("data"), list):
@@ -83,7 +88,7 @@ def run_control_plane_info(params, edges, check_mode, diff_mode):
             sightings.append(from_resource_graph(row, read_at))
         except SightingError as exc:
             unreadable.append(str(exc))
-            edges.warn(str(exc) + " It counts as an event on every host it might list.")
+            warn(str(exc) + " It counts as an event on every host it might list.")
     view = fold(sightings)[0]
     events, hosts, unmapped, ambiguous = [], {}, {}, {}
     for sighting in sorted(view.values(), key=lambda s: s["event"]["event_id"]):
@@ -100,7 +105,7 @@ def run_control_plane_info(params, edges, check_mode, diff_mode):
             "unreadable": unreadable, "ended": dict((s["event"]["event_id"], s["event"]["event_status"])
                                                     for s in view.values()
                                                     if s["event"]["event_status"] in ENDED_STATUSES),
-            "read_at": read_at, "subscriptions": subscriptions}
+            "read_at": read_at, "subscriptions": subscriptions, "vm_ids": dict(vm_ids)}
 
 
 def run_acknowledge(params, edges, check_mode, diff_mode):
@@ -113,7 +118,7 @@ def run_acknowledge(params, edges, check_mode, diff_mode):
     if check_mode:
         result["would_approve"] = list(params["event_ids"])
         return result
-    status, answer = _post(_client(params), request["path"], request["body"])
+    status, answer = _post(arm_client_for(params), request["path"], request["body"])
     outcome = acknowledge_outcome(status, answer, params["event_ids"])
     result.update(changed=bool(outcome["approved"]), approved=outcome["approved"], gone=outcome["gone"],
                   refused=outcome["refused"], unknown=outcome["unknown"], status=status)
@@ -125,7 +130,9 @@ def run_acknowledge(params, edges, check_mode, diff_mode):
     return result
 
 
-def _client(params):
+def arm_client_for(params):
+    """An ArmClient for the auth options in `params` (absent ones from the environment or profile, as
+    azure.azcollection reads them); raises TaskFailed in one sentence."""
     try:
         credentials = resolve_credentials(params, os.environ, _read_profile)
     except AuthError as exc:

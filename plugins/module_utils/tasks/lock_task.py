@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
+    CONTROL_PLANE_OPTION,
     TaskFailed,
     lock_step,
 )
@@ -25,6 +26,7 @@ def argument_spec():
         owner=dict(type="str", required=True),
         state=dict(type="str", choices=sorted(STEPS), default="released"),
         lease_seconds=dict(type="float", default=900.0),
+        **CONTROL_PLANE_OPTION
     )
 
 

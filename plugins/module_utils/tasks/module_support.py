@@ -43,6 +43,10 @@ IMDS_ARGUMENT_SPEC = dict(
     resource_name=dict(type="str"),
 )
 
+# Given by the maintenance_cycle role to hosts whose transport is the control plane: the action plugin then runs the
+# task on the controller (plugin_utils/control_plane_host.py) and the module never sees it.
+CONTROL_PLANE_OPTION = dict(control_plane=dict(type="dict"))
+
 SUPPORTED_API_VERSIONS = ("2017-03-01", "2017-08-01", "2017-11-01", "2019-01-01", "2019-04-01",
                           "2019-08-01", "2020-07-01")
 

@@ -20,7 +20,11 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import state_problem
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import read_text, replace_file
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import TaskFailed, utc_now
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
+    CONTROL_PLANE_OPTION,
+    TaskFailed,
+    utc_now,
+)
 
 
 def argument_spec():
@@ -30,6 +34,7 @@ def argument_spec():
         lock_owner=dict(type="str"),
         lease_seconds=dict(type="float", default=900.0),
         release_lock=dict(type="bool", default=False),
+        **CONTROL_PLANE_OPTION
     )
 
 

@@ -1,0 +1,126 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to azure_imds.scheduled_events
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A control-plane read seen from one host as if it were that VM's IMDS; pure, no I/O.
+
+The cycle reads, plans and approves with the same code on both transports: for a host whose transport is the
+control plane, the run's Resource Graph read (scheduled_events_control_plane_info's result) is turned here into
+the IMDS document and compute metadata that host's VM would serve, and the IMDS approval into acknowledge
+requests. What the read cannot vouch for makes the host blind (ControlPlaneBlind): its read fails, and the plan
+counts a host it could not read as busy (its fault domain held, no event that lists it approved). Fail closed:
+- a read that failed, has rows it could not parse, or is older than the age allowed (Resource Graph lags);
+- a host the read did not place: no VM id, another id than the read's, a subscription it did not cover;
+- a host whose VM name two hosts share.
+A row still Scheduled after its NotBefore is served Started: Azure may have started it while Resource Graph
+lagged, and Started holds the host's fault domain where Scheduled might not. Completed and Canceled events are
+left out, as IMDS leaves out an event that ended; `ended` tells them apart for the history.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import zlib
+from datetime import datetime, timezone
+from email.utils import format_datetime
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_map import (
+    HostMapError,
+    identity_of,
+    scale_set_of,
+    vm_of,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import ENDED_STATUSES
+
+TRANSPORTS = ("imds", "control_plane")
+
+
+class ControlPlaneBlind(ValueError):
+    """What the control-plane read cannot vouch for about a host; the message is one sentence."""
+
+
+def _moment(text):
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+
+
+def check_read(read, host, vm_id, now, max_age_s):
+    """Raise ControlPlaneBlind unless `read` vouches for `host` (whose VM ARM id is `vm_id`) at `now`."""
+    busy = "; %s counts as busy (unread)." % host
+    if not isinstance(read, dict) or read.get("failed") or not isinstance(read.get("events"), list):
+        said = read.get("msg") if isinstance(read, dict) else None
+        raise ControlPlaneBlind("The control-plane read failed (%s)%s" % (said or "no read was given", busy))
+    age = (now - _moment(read["read_at"])).total_seconds()
+    if age > max_age_s:
+        raise ControlPlaneBlind("The control-plane read is %d s old, more than the %g s allowed%s"
+                                % (age, max_age_s, busy))
+    if read.get("unreadable"):
+        raise ControlPlaneBlind("The control-plane read has %d row(s) it could not parse, any of which may list "
+                                "this host%s" % (len(read["unreadable"]), busy))
+    try:
+        subscription, _group, name = identity_of(host, vm_id)  # lower case, as compared
+    except HostMapError as exc:
+        raise ControlPlaneBlind(str(exc).rstrip(".") + busy)
+    if (read.get("vm_ids") or {}).get(host, "").lower() != vm_id.lower():
+        raise ControlPlaneBlind("The control-plane read did not place %s by its VM id %s%s" % (host, vm_id, busy))
+    if subscription not in [s.lower() for s in read.get("subscriptions") or []]:
+        raise ControlPlaneBlind("The control-plane read did not cover subscription %s%s" % (subscription, busy))
+    for shared in (read.get("ambiguous") or {}).values():
+        for hosts in shared.values():
+            if host in hosts:
+                raise ControlPlaneBlind("Events name %s's VM %s, which %s share%s"
+                                        % (host, name, " and ".join(hosts), busy))
+    return name
+
+
+def imds_event(event, now):
+    """A normalised event back in IMDS's shape (PascalCase, NotBefore in RFC 1123, '' once Started)."""
+    status = event["event_status"]
+    not_before = event["not_before"]
+    if status == "Scheduled" and not_before and _moment(not_before) <= now:
+        status, not_before = "Started", None  # Azure may have started it while Resource Graph lagged
+    raw = {"EventId": event["event_id"], "EventType": event["event_type"], "EventStatus": status,
+           "ResourceType": event.get("resource_type") or "VirtualMachine", "Resources": list(event["resources"]),
+           "NotBefore": format_datetime(_moment(not_before), usegmt=True) if not_before else "",
+           "Description": event.get("description") or "", "EventSource": event.get("event_source") or "Platform"}
+    if event.get("duration_in_seconds") is not None:
+        raw["DurationInSeconds"] = event["duration_in_seconds"]
+    return raw
+
+
+def document_for(read, host, now):
+    """The IMDS Scheduled Events document `host`'s VM would serve, from a read check_read vouched for. The
+    incarnation is a checksum of the events: it changes when they do, as IMDS's counter does."""
+    events = [imds_event(e, now) for e in read["events"]
+              if host in e.get("hosts", []) and e["event_status"] not in ENDED_STATUSES]
+    events.sort(key=lambda e: e["EventId"].lower())
+    incarnation = zlib.crc32(repr(events).encode("utf-8")) if events else 0
+    return {"DocumentIncarnation": incarnation, "Events": events}
+
+
+def ended_for(read, host):
+    """{EventId: Completed or Canceled} of the events the read shows ended for `host`."""
+    return dict((e["event_id"], e["event_status"]) for e in read["events"]
+                if host in e.get("hosts", []) and e["event_status"] in ENDED_STATUSES)
+
+
+def compute_for(host, vm_id, fault_domain):
+    """The compute metadata fields the cycle uses, from the VM's ARM id (name, scale set) and the fault domain the
+    inventory gives (None: unknown, which holds every new fault domain of its set)."""
+    compute = {"name": vm_of(host, vm_id)[2], "resourceId": vm_id, "vmScaleSetName": scale_set_of(vm_id)}
+    if fault_domain not in (None, ""):
+        compute["platformFaultDomain"] = str(fault_domain)
+    return compute
+
+
+def acknowledgements(read, host, event_ids):
+    """{scope ARM id: [event ids]} for approving `event_ids` from the control plane; an id the read has not placed
+    on `host` raises ControlPlaneBlind (nothing is acknowledged for an event the read cannot vouch for)."""
+    scopes = dict((e["event_id"].lower(), e["scope"]) for e in read["events"] if host in e.get("hosts", []))
+    grouped = {}
+    for event_id in event_ids:
+        scope = scopes.get(event_id.lower())
+        if scope is None:
+            raise ControlPlaneBlind("The control-plane read does not list event %s on %s, so it is not "
+                                    "acknowledged." % (event_id, host))
+        grouped.setdefault(scope, []).append(event_id)
+    return grouped

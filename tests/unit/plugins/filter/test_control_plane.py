@@ -1,0 +1,13 @@
+"""control_plane_vm_ids: only hosts whose transport is the control plane, and only with an id (one without is left
+to fail its own claim, not the whole read)."""
+from __future__ import annotations
+
+from ansible_collections.azure_imds.scheduled_events.plugins.filter.control_plane import control_plane_vm_ids
+
+
+def test_only_control_plane_hosts_with_an_id_are_read() -> None:
+    hostvars = {"a": {"maintenance_cycle_transport": "control_plane", "maintenance_cycle_vm_id": "/id/a"},
+                "b": {"maintenance_cycle_transport": "control_plane"},
+                "c": {"maintenance_cycle_vm_id": "/id/c"},
+                "d": {"maintenance_cycle_transport": "imds", "maintenance_cycle_vm_id": "/id/d"}}
+    assert control_plane_vm_ids(["a", "b", "c", "d", "not-in-hostvars"], hostvars) == {"a": "/id/a"}

@@ -1,0 +1,111 @@
+"""imds_face: a control-plane read seen from one host as its VM's IMDS, and every way the read cannot vouch for a
+host (each must make the host blind, so that the cycle counts it as busy)."""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any, Dict
+
+import pytest
+
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.imds_face import (
+    ControlPlaneBlind,
+    acknowledgements,
+    check_read,
+    compute_for,
+    document_for,
+    ended_for,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import (
+    compute_facts,
+    parse_document,
+)
+
+from .payloads import SUBSCRIPTION
+
+NOW = datetime(2026, 11, 27, 10, 0, 0, tzinfo=timezone.utc)
+GROUP = f"/subscriptions/{SUBSCRIPTION}/resourceGroups/rg-web/providers/Microsoft.Compute"
+WEB0 = f"{GROUP}/virtualMachines/Web-VM0"
+SET_VM = f"{GROUP}/virtualMachineScaleSets/web/virtualMachines/3"
+SCOPE = f"{GROUP}/availabilitySets/avset-web"
+IDS = ["0D8E4C51-3F1A-4B62-9C7D-1E2F3A4B5C6D", "7A1B2C3D-4E5F-4061-8273-9A8B7C6D5E4F",
+       "3C2B1A09-8F7E-4D6C-9B5A-4E3D2C1B0A98"]
+
+
+def event(event_id: str, status: str = "Scheduled", hosts=("web0",), not_before: str = "2026-11-27T10:15:00Z",
+          scope: str = SCOPE) -> Dict[str, Any]:
+    return {"event_id": event_id, "event_type": "Reboot", "event_status": status, "resource_type": "VirtualMachine",
+            "resources": ["Web-VM0"], "not_before": not_before if status == "Scheduled" else None,
+            "description": "Host maintenance", "event_source": "Platform", "duration_in_seconds": -1,
+            "known_type": True, "known_status": status in ("Scheduled", "Started"), "scope": scope,
+            "seen_at": "2026-11-27T09:59:55Z", "source": "resource_graph", "hosts": list(hosts)}
+
+
+def read(*events: Dict[str, Any], **changes: Any) -> Dict[str, Any]:
+    base = {"changed": False, "events": list(events), "unmapped": {}, "ambiguous": {}, "unreadable": [],
+            "read_at": "2026-11-27T09:59:55Z", "subscriptions": [SUBSCRIPTION], "vm_ids": {"web0": WEB0}}
+    base.update(changes)
+    return base
+
+
+def test_the_document_lists_the_hosts_events_as_imds_serves_them_and_leaves_out_the_ended_ones() -> None:
+    got = read(event(IDS[0]), event(IDS[1], "Completed"), event(IDS[2], hosts=("web1",)))
+    parsed = parse_document(json.dumps(document_for(got, "web0", NOW)))
+    (only,) = parsed["events"]
+    assert (only["event_id"], only["event_status"], only["not_before"]) == (IDS[0], "Scheduled", "2026-11-27T10:15:00Z")
+    assert parsed["raw"]["Events"][0]["NotBefore"] == "Fri, 27 Nov 2026 10:15:00 GMT", "RFC 1123, as IMDS serves it"
+    assert ended_for(got, "web0") == {IDS[1]: "Completed"}
+
+
+def test_a_row_still_scheduled_after_its_not_before_is_served_started() -> None:
+    late = event(IDS[0], not_before="2026-11-27T09:59:00Z")
+    (served,) = document_for(read(late), "web0", NOW)["Events"]
+    assert (served["EventStatus"], served["NotBefore"]) == ("Started", "")
+
+
+def test_the_incarnation_changes_with_the_events_and_not_otherwise() -> None:
+    one = document_for(read(event(IDS[0])), "web0", NOW)["DocumentIncarnation"]
+    assert document_for(read(event(IDS[0])), "web0", NOW)["DocumentIncarnation"] == one
+    assert document_for(read(event(IDS[0], "Started")), "web0", NOW)["DocumentIncarnation"] != one
+    assert document_for(read(), "web0", NOW)["DocumentIncarnation"] == 0
+
+
+def test_a_read_that_vouches_for_the_host_gives_its_vm_name() -> None:
+    assert check_read(read(), "web0", WEB0, NOW, 60) == "web-vm0"
+
+
+@pytest.mark.parametrize("broken, cause", [
+    (dict(failed=True, msg="Resource Graph answered 429"), "read failed (Resource Graph answered 429)"),
+    (dict(read_at="2026-11-27T09:58:00Z"), "120 s old, more than the 60 s allowed"),
+    (dict(unreadable=["The Resource Graph row has no id."]), "1 row(s) it could not parse"),
+    (dict(vm_ids={"web1": WEB0}), "did not place web0 by its VM id"),
+    (dict(vm_ids={"web0": WEB0.replace("Web-VM0", "Other")}), "did not place web0 by its VM id"),
+    (dict(subscriptions=["0f0f0f0f-0000-0000-0000-000000000000"]), f"did not cover subscription {SUBSCRIPTION}"),
+    (dict(ambiguous={IDS[0]: {"Web-VM0": ["web0", "web0-again"]}}), "which web0 and web0-again share"),
+])
+def test_what_the_read_cannot_vouch_for_makes_the_host_count_as_busy(broken: Dict[str, Any], cause: str) -> None:
+    with pytest.raises(ControlPlaneBlind) as raised:
+        check_read(read(event(IDS[0]), **broken), "web0", WEB0, NOW, 60)
+    assert cause in str(raised.value) and str(raised.value).endswith("web0 counts as busy (unread).")
+
+
+def test_no_read_at_all_and_a_host_id_that_is_no_vm_id_are_blind_too() -> None:
+    for given, vm_id in (({"skipped": True}, WEB0), (read(), "/subscriptions/x/not-a-vm")):
+        with pytest.raises(ControlPlaneBlind, match="counts as busy"):
+            check_read(given, "web0", vm_id, NOW, 60)
+
+
+def test_compute_metadata_names_the_vm_as_resources_lists_it_and_says_only_the_fault_domain_it_was_given() -> None:
+    assert compute_facts(compute_for("web0", WEB0, 2))["name"] == "Web-VM0"
+    assert compute_facts(compute_for("web0", WEB0, 2))["fault_domain"] == 2
+    assert compute_facts(compute_for("web0", WEB0, ""))["fault_domain"] is None, "unknown stays unknown"
+    facts = compute_facts(compute_for("web3", SET_VM, None))
+    assert (facts["name"], facts["vm_scale_set_name"]) == ("web_3", "web")
+
+
+def test_acknowledgements_go_to_each_events_scope_and_never_to_an_event_the_read_does_not_place() -> None:
+    other = f"{GROUP}/virtualMachines/Web-VM0"
+    got = read(event(IDS[0]), event(IDS[1], scope=other), event(IDS[2], hosts=("web1",)))
+    assert acknowledgements(got, "web0", [IDS[0].lower(), IDS[1]]) == {SCOPE: [IDS[0].lower()], other: [IDS[1]]}
+    with pytest.raises(ControlPlaneBlind, match="does not list event %s on web0" % IDS[2]):
+        acknowledgements(got, "web0", [IDS[2]])
