@@ -37,6 +37,7 @@ VIEWS = f"{CYCLE}/views.py"
 FAULT_DOMAINS = f"{CYCLE}/fault_domains.py"
 TRANSITION = f"{CYCLE}/transition.py"
 VIEW = "plugins/module_utils/relay/fleet_view.py"
+IMDS_FACE = "plugins/module_utils/control_plane/imds_face.py"
 ROLE = "roles/maintenance_cycle/tasks"
 FLEET_DAYS = 2000
 
@@ -103,12 +104,18 @@ MUTATIONS: Dict[str, List[Change]] = {
     "an unread VM counts as deleted without a sighting of its own Preempt or Terminate Started":
         [(VIEWS, 'if not read and now is not None and taken_as_deleted(views[host]["deleting"], now):',
           "if not read and now is not None:")],
+    # issue 30
+    "a control-plane read that shows neither an event on record nor its end counts as news (a read gone back in time "
+    "undoes a drain)":
+        [(IMDS_FACE, "    if owed:\n        raise ControlPlaneBlind", "    if False:\n        raise ControlPlaneBlind")],
 }
 
 
 # Mutants whose code runs in one kind of fleet-day only (the source's fleet view, the VM locks, the split-set rule):
 # their fleet-days are all of that kind, so that the rare path they open is reached as often as the others'.
 ONLY = {
+    "a control-plane read that shows neither an event on record nor its end counts as news (a read gone back in time "
+    "undoes a drain)": "control-plane",
     "a push saying quiet takes its host out of the event-driven runs (a lying relay hides an owed recover)":
         "event-driven",
     "a host an event-driven run covered leaves the runs without a read that found it quiet": "event-driven",

@@ -23,7 +23,8 @@ options:
         host>/.
       - "Keys: C(vm_id) (the VM's ARM id, required), C(state_dir) (required), C(read), C(max_age) (seconds a read
         is trusted, default 60), C(fault_domain) (the VM's platform fault domain, which the control plane does not
-        tell; unknown holds every new fault domain of its set), C(subscriptions), C(api_version) (of acknowledge)."
+        tell; unknown holds every new fault domain of its set; a uniform scale set's VM needs C(zone) with it), C(zone),
+        C(subscriptions), C(api_version) (of acknowledge)."
       - What the read cannot vouch for fails the task in one sentence, so that the cycle counts the host as busy.
         Azure credentials come from the controller's environment or profile, as for
         M(azure_imds.scheduled_events.scheduled_events_acknowledge).

@@ -27,11 +27,13 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.contro
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.imds_face import (
     ControlPlaneBlind,
     acknowledgements,
+    check_owed,
     check_read,
     compute_for,
     document_for,
     ended_for,
 )
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import load_state
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import (
     COMPUTE_PATH,
     SCHEDULED_EVENTS_PATH,
@@ -71,12 +73,14 @@ class ControlPlaneFace:
         self.vm_id = str(options.get("vm_id") or "")
         self.read: Optional[Dict[str, Any]] = options.get("read")
         self.ended: Dict[str, str] = {}
+        self.state_path: Optional[str] = None  # the host's state on the controller, when the task has one
 
     def send(self, method: str, url: str, body: Optional[str], timeout: float) -> bytes:
         path = urlsplit(url).path.rstrip("/")
         try:
             if path == COMPUTE_PATH and method == "GET":
-                return self._json(compute_for(self.host, self.vm_id, self.options.get("fault_domain")))
+                return self._json(compute_for(self.host, self.vm_id, self.options.get("fault_domain"),
+                                              self.options.get("zone")))
             if path == SCHEDULED_EVENTS_PATH and method == "GET":
                 return self._json(self.document())
             if path == SCHEDULED_EVENTS_PATH and method == "POST":
@@ -88,6 +92,9 @@ class ControlPlaneFace:
     def document(self) -> Dict[str, Any]:
         read = self.read if self.read is not None else self.fresh_read()
         check_read(read, self.host, self.vm_id, utc_now(), float(self.options.get("max_age") or DEFAULT_MAX_AGE_S))
+        if self.state_path:
+            state, _status, _message = load_state(read_text(self.state_path))
+            check_owed(read, self.host, state)  # a corrupt state: the claim itself counts the host busy
         self.read = read
         self.ended = ended_for(read, self.host)
         return document_for(read, self.host, utc_now())

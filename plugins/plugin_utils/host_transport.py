@@ -70,6 +70,7 @@ class HostTransportAction(NormalAction):
                     if args.get(name):
                         args[name] = controller_path(options["state_dir"], host, args[name])
                 face = ControlPlaneFace(host, options, warnings.append)
+                face.state_path = args.get("state_path")
                 edges: TaskEdges = control_plane_edges(face)
             else:
                 args.pop(OPTION, None)

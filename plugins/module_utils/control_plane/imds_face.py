@@ -11,6 +11,9 @@ counts a host it could not read as busy (its fault domain held, no event that li
 - a read that failed, has rows it could not parse, or is older than the age allowed (Resource Graph lags);
 - a host the read did not place: no VM id, another id than the read's, a subscription it did not cover;
 - a host whose VM name two hosts share.
+- an event on record in the host's state that keeps it in maintenance (a prepare begun, or last seen Started),
+  which the read neither lists nor shows ended (Resource Graph may lag, and a read that went back in time must not
+  undo a drain the event still needs, nor free a fault domain an event still holds).
 A row still Scheduled after its NotBefore is served Started: Azure may have started it while Resource Graph
 lagged, and Started holds the host's fault domain where Scheduled might not. Completed and Canceled events are
 left out, as IMDS leaves out an event that ended; `ended` tells them apart for the history.
@@ -72,6 +75,19 @@ def check_read(read, host, vm_id, now, max_age_s):
     return name
 
 
+def check_owed(read, host, state):
+    """Raise ControlPlaneBlind when `state` (the host's saved cycle state, or None) has an event on record that
+    keeps its fault domain in maintenance (a prepare begun, or last seen Started) and the read does not show at
+    all: IMDS's absence means ended, Resource Graph's may only mean that this read shows an older moment."""
+    shown = set(e["event_id"].lower() for e in read["events"])
+    owed = sorted(e["event_id"] for e in (state or {}).get("events") or []
+                  if (e.get("prepare") or e.get("event_status") == "Started") and e["event_id"].lower() not in shown)
+    if owed:
+        raise ControlPlaneBlind("The control-plane read shows neither %s nor its end, which keeps %s in maintenance "
+                                "(Resource Graph may lag); %s counts as busy (unread)."
+                                % (", ".join(owed), host, host))
+
+
 def imds_event(event, now):
     """A normalised event back in IMDS's shape (PascalCase, NotBefore in RFC 1123, '' once Started)."""
     status = event["event_status"]
@@ -103,11 +119,16 @@ def ended_for(read, host):
                 if host in e.get("hosts", []) and e["event_status"] in ENDED_STATUSES)
 
 
-def compute_for(host, vm_id, fault_domain):
-    """The compute metadata fields the cycle uses, from the VM's ARM id (name, scale set) and the fault domain the
-    inventory gives (None: unknown, which holds every new fault domain of its set)."""
-    compute = {"name": vm_of(host, vm_id)[2], "resourceId": vm_id, "vmScaleSetName": scale_set_of(vm_id)}
-    if fault_domain not in (None, ""):
+def compute_for(host, vm_id, fault_domain, zone=""):
+    """The compute metadata fields the cycle uses, from the VM's ARM id (name, scale set) and the fault domain and
+    zone the inventory gives. Unknown, a fault domain holds every new fault domain of its set. A scale set's fault
+    domain numbers repeat in each of its zones, so one given without the zone is not used: two VMs of fault
+    domain 0 in two zones must never be taken for one fault domain."""
+    scale_set = scale_set_of(vm_id)
+    compute = {"name": vm_of(host, vm_id)[2], "resourceId": vm_id, "vmScaleSetName": scale_set}
+    if zone not in (None, ""):
+        compute["zone"] = str(zone)
+    if fault_domain not in (None, "") and (zone not in (None, "") or not scale_set):
         compute["platformFaultDomain"] = str(fault_domain)
     return compute
 

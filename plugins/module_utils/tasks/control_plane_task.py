@@ -31,21 +31,16 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.contro
     AuthError,
     resolve_credentials,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.event_view import fold
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.graph_read import read_of_rows
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_map import (
     HostMapError,
     host_index,
-    hosts_of,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.notifications import (
     SightingError,
-    from_resource_graph,
     parse_scope,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import (
-    ENDED_STATUSES,
-    iso_utc,
-)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import iso_utc
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
     TaskFailed,
     utc_now,
@@ -75,37 +70,13 @@ def run_control_plane_info(params, edges, check_mode, diff_mode):
 
 
 def read_control_plane(client, subscriptions, vm_ids, index, warn):
-    """One Resource Graph read, its events placed on the hosts of `vm_ids` ({host: VM ARM id}, `index` its
-    host_index). The result echoes `vm_ids`: what it placed is what it can vouch for (imds_face.py)."""
+    """One Resource Graph read, its events placed on the hosts of `vm_ids` (graph_read.py)."""
     subscriptions = subscriptions or [client.credentials["subscription_id"]]
     read_at = iso_utc(utc_now())
     status, answer = _post(client, GRAPH_PATH, {"subscriptions": subscriptions, "query": GRAPH_QUERY})
     if status != 200 or not isinstance(answer, dict) or not isinstance(answer.get("data"), list):
         raise TaskFailed("Resource Graph answered %s (%s); nothing was read." % (status, _said(answer)))
-    sightings, unreadable = [], []
-    for row in answer["data"]:
-        try:
-            sightings.append(from_resource_graph(row, read_at))
-        except SightingError as exc:
-            unreadable.append(str(exc))
-            warn(str(exc) + " It counts as an event on every host it might list.")
-    view = fold(sightings)[0]
-    events, hosts, unmapped, ambiguous = [], {}, {}, {}
-    for sighting in sorted(view.values(), key=lambda s: s["event"]["event_id"]):
-        placed = hosts_of(sighting, index)
-        events.append(dict(sighting["event"], scope=_scope_id(sighting["scope"]), seen_at=sighting["seen_at"],
-                           source=sighting["source"], hosts=placed["hosts"]))
-        for host in placed["hosts"]:
-            hosts.setdefault(host, []).append(sighting["event"]["event_id"])
-        if placed["unmapped"]:
-            unmapped[sighting["event"]["event_id"]] = placed["unmapped"]
-        if placed["ambiguous"]:
-            ambiguous[sighting["event"]["event_id"]] = placed["ambiguous"]
-    return {"changed": False, "events": events, "hosts": hosts, "unmapped": unmapped, "ambiguous": ambiguous,
-            "unreadable": unreadable, "ended": dict((s["event"]["event_id"], s["event"]["event_status"])
-                                                    for s in view.values()
-                                                    if s["event"]["event_status"] in ENDED_STATUSES),
-            "read_at": read_at, "subscriptions": subscriptions, "vm_ids": dict(vm_ids)}
+    return dict(read_of_rows(answer["data"], read_at, subscriptions, vm_ids, index, warn), changed=False)
 
 
 def run_acknowledge(params, edges, check_mode, diff_mode):
@@ -151,11 +122,6 @@ def _read_profile(name):
     parser = ConfigParser()
     parser.read(os.path.expanduser("~/.azure/credentials"))
     return dict(parser.items(name)) if parser.has_section(name) else {}
-
-
-def _scope_id(scope):
-    return ("/subscriptions/%(subscription)s/resourceGroups/%(resource_group)s/providers/Microsoft.Compute/"
-            "%(scope_type)s/%(scope_name)s" % scope)
 
 
 def _said(answer):

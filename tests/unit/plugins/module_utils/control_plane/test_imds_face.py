@@ -11,6 +11,7 @@ import pytest
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.imds_face import (
     ControlPlaneBlind,
     acknowledgements,
+    check_owed,
     check_read,
     compute_for,
     document_for,
@@ -103,9 +104,29 @@ def test_compute_metadata_names_the_vm_as_resources_lists_it_and_says_only_the_f
     assert (facts["name"], facts["vm_scale_set_name"]) == ("web_3", "web")
 
 
+def test_a_scale_set_vms_fault_domain_is_used_only_with_its_zone() -> None:
+    """Fault-domain numbers repeat in each zone of a scale set: without the zone, two VMs of fault domain 0 in two
+    zones would be one fault domain to the plan, and both could be in maintenance at once."""
+    assert compute_facts(compute_for("web3", SET_VM, 0))["fault_domain"] is None
+    zonal = compute_facts(compute_for("web3", SET_VM, 0, "2"))
+    assert (zonal["fault_domain"], zonal["zone"]) == (0, "2")
+
+
 def test_acknowledgements_go_to_each_events_scope_and_never_to_an_event_the_read_does_not_place() -> None:
     other = f"{GROUP}/virtualMachines/Web-VM0"
     got = read(event(IDS[0]), event(IDS[1], scope=other), event(IDS[2], hosts=("web1",)))
     assert acknowledgements(got, "web0", [IDS[0].lower(), IDS[1]]) == {SCOPE: [IDS[0].lower()], other: [IDS[1]]}
     with pytest.raises(ControlPlaneBlind, match="does not list event %s on web0" % IDS[2]):
         acknowledgements(got, "web0", [IDS[2]])
+
+
+def test_an_event_the_state_owes_a_recover_for_must_be_shown_listed_or_ended() -> None:
+    state = {"events": [dict(event(IDS[0]), prepare="started"), dict(event(IDS[1]), prepare=None)]}
+    with pytest.raises(ControlPlaneBlind, match=f"shows neither {IDS[0]} nor its end, which keeps web0 in"):
+        check_owed(read(), "web0", state)
+    started = {"events": [dict(event(IDS[2], "Started"), prepare=None)]}
+    with pytest.raises(ControlPlaneBlind, match=f"shows neither {IDS[2]} nor its end"):
+        check_owed(read(), "web0", started)
+    check_owed(read(event(IDS[0].lower(), "Completed")), "web0", state)  # its end is shown: the recover may run
+    check_owed(read(event(IDS[0], hosts=("web1",))), "web0", state)  # no longer lists web0: as IMDS would say
+    check_owed(read(), "web0", None)
