@@ -6,6 +6,7 @@ seen by both transports are one event, approved once from their leader's transpo
 recovered when Resource Graph says Completed. Judged by what the simulator and the drain ledger recorded."""
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Dict, List
@@ -55,6 +56,9 @@ def test_one_plan_over_imds_and_the_control_plane_approves_each_event_once_and_r
         assert one.returncode == 0, one.stdout[-4000:]
         status = {e["event_id"]: e["status"] for e in fleet.truth()}
         assert sorted(status.values()) == ["Scheduled", "Started"], "one fault domain approved, one deferred"
+        # whichever event is the more urgent goes first (both have the same notice), and the run says why
+        assert re.search(r"fault domain \d waits: availability set avset-web / fault domain \d \(event [0-9A-F-]+\) "
+                         r"in maintenance \(limit 1\)", one.stdout), one.stdout[-3000:]
         started = next(i for i, s in status.items() if s == "Started")
         for host in on_control_plane:  # the write-ahead record of what it prepared, or saw
             assert bench.state(host) and not (tmp_path / "state" / f"{host}.json").exists(), \

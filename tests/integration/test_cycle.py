@@ -494,25 +494,8 @@ def test_a_set_with_vms_outside_the_target_is_refused_loudly_unless_allowed(benc
     assert approval["vm"] == follower  # the first listed VM that is a host of this play
 
 
-@pytest.mark.parametrize("limit, prepared_domains", [(1, 1)])  # other limits: unit tests of cycle_policy
-def test_fault_domain_limit_defers_the_second_domain(tmp_path: Path, limit: int, prepared_domains: int) -> None:
-    fleet = LiveFleet(None, time_scale=10.0, fleet=FleetSpec(vms=6, fault_domains=3))  # 90 s notices
-    try:
-        for domain in (0, 1):
-            fleet.inject({"key": f"fd{domain}", "type": "Reboot", "notice_s": 900,
-                          "resources": {"fault_domain": domain}})
-        bench = CycleBench(fleet, tmp_path)
-        run = bench.run(extra={"maintenance_cycle_max_fault_domains_in_maintenance": limit})
-        assert run.returncode == 0, run.stdout[-3000:]
-        prepared = {a["event_id"] for a in bench.actions("prepare")}
-        approved = {i for a in fleet.approvals() for i in a["event_ids"]}
-        assert len(prepared) == prepared_domains and approved == prepared
-        if limit == 1:
-            # whichever event is the more urgent goes first (both have 15 minutes' notice)
-            assert re.search(r"fault domain \d waits: availability set avset-web / fault domain \d \(event [0-9A-F-]+\) "
-                             r"in maintenance \(limit 1\)", run.stdout), run.stdout[-3000:]
-    finally:
-        fleet.close()
+# The fault-domain limit deferring a second domain, and saying why: one proof over both transports,
+# tests/integration/test_control_plane_cycle.py (other limits: the unit tests of cycle_policy).
 
 
 def test_a_host_left_alone_is_not_contacted_and_holds_its_remembered_fault_domain(tmp_path: Path) -> None:
