@@ -4,6 +4,7 @@ Reads the observation schema of docs/observation-schema.md, whether the simulato
 it or the collection's history callback captured it. See docs/analysis.md.
 """
 from event_analysis.analyses.domains import domain_overlaps, domain_walk, fault_domain_windows, walk_order
+from event_analysis.analyses.endings import cancellation_rate, endings_summary, event_endings
 from event_analysis.loading.history import HistoryError, HistoryWarning, LoadReport, load_history, report_of, to_parquet
 from event_analysis.analyses.impact import impact_check, impact_summary
 from event_analysis.analyses.lifecycles import event_lifecycles
@@ -15,7 +16,7 @@ from event_analysis.views import HistoryView, open_history
 
 __all__ = [
     "REACTION_SAMPLE", "SAMPLE_HISTORY", "HistoryError", "HistoryView", "HistoryWarning", "LoadReport",
-    "choose_history", "default_history", "domain_overlaps", "domain_walk", "event_lifecycles",
+    "cancellation_rate", "choose_history", "endings_summary", "default_history", "domain_overlaps", "domain_walk", "event_endings", "event_lifecycles",
     "fault_domain_windows", "impact_check", "impact_summary", "late_preparations", "load_history", "notice_check", "notice_summary", "open_history",
     "partition_history", "reaction_summary", "reaction_table", "report_of", "to_parquet", "walk_order",
 ]

@@ -17,6 +17,7 @@ import pandas as pd
 from event_analysis.loading import partitioned
 from event_analysis.analyses import sets
 from event_analysis.loading.history import LoadReport, load_history, report_of
+from event_analysis.analyses.endings import event_endings, no_endings
 from event_analysis.analyses.lifecycles import event_lifecycles, no_lifecycles
 from event_analysis.analyses.reaction import approvals_unneeded, no_reaction, reaction_table
 from event_analysis.loading.sources import DEMO_HISTORY
@@ -139,6 +140,7 @@ class HistoryView:
     report: LoadReport
     lifecycles: pd.DataFrame
     reaction: Optional[pd.DataFrame] = None
+    endings: Optional[pd.DataFrame] = None  # how events ended, where control-plane reads told it (endings.py)
 
 
 def open_history(history: Union[str, Sequence[str]], start: TimeLike = None, end: TimeLike = None,
@@ -149,7 +151,8 @@ def open_history(history: Union[str, Sequence[str]], start: TimeLike = None, end
         return _open_partitioned(partitioned.open_partitioned(history), start, end, _host_list(hosts), reaction)
     obs = select(load_history(history), start, end, hosts)
     lifecycles = event_lifecycles(obs)
-    return HistoryView(describe(obs), report_of(obs), lifecycles, reaction_table(obs, lifecycles) if reaction else None)
+    return HistoryView(describe(obs), report_of(obs), lifecycles, reaction_table(obs, lifecycles) if reaction else None,
+                       event_endings(obs))
 
 
 def _open_partitioned(target: partitioned.Partitioned, start: TimeLike, end: TimeLike, wanted: Optional[List[str]],
@@ -157,6 +160,7 @@ def _open_partitioned(target: partitioned.Partitioned, start: TimeLike, end: Tim
     report, span, seen_hosts = target.report, Span(), set()
     lifecycles: List[pd.DataFrame] = []
     reactions: List[pd.DataFrame] = []
+    endings: List[pd.DataFrame] = []
     evidence: List[pd.DataFrame] = []
     for frame in partitioned.read_parts(target, wanted):
         part_hosts = set(frame["host"].dropna().astype(str).unique())
@@ -168,6 +172,7 @@ def _open_partitioned(target: partitioned.Partitioned, start: TimeLike, end: Tim
         span.add(Span.of(obs))
         evidence.append(sets.set_evidence(obs))
         lifecycles.append(event_lifecycles(obs))
+        endings.append(event_endings(obs))
         if reaction:
             reactions.append(reaction_table(obs, lifecycles[-1]))
     missing = sorted(set(wanted or ()) - seen_hosts)
@@ -181,7 +186,9 @@ def _open_partitioned(target: partitioned.Partitioned, start: TimeLike, end: Tim
     if reaction:
         table = _whole(reactions, ["first_seen", "event_id", "host"], labels) if reactions else no_reaction()
         table["approval_unneeded"] = approvals_unneeded(table)  # event level: across every part's VMs
-    return HistoryView(description, report, _marked(life, report), _marked(table, report))
+    ended = pd.concat([e for e in endings if len(e)], ignore_index=True) if any(len(e) for e in endings) else None
+    return HistoryView(description, report, _marked(life, report), _marked(table, report),
+                       _marked(ended if ended is not None else no_endings(), report))
 
 
 def _marked(frame: Optional[pd.DataFrame], report: LoadReport) -> Optional[pd.DataFrame]:

@@ -1,1 +1,1 @@
-"""What the loaded frames say: event lifecycles, notice, fault-domain serialisation, sets, reaction."""
+"""What the loaded frames say: event lifecycles and endings, notice, fault-domain serialisation, sets, reaction."""

@@ -20,6 +20,9 @@ from event_analysis.loading.timestamps import nanoseconds
 
 COMPLETED, CANCELLED, OPEN = "completed", "cancelled", "open"
 OUTCOMES = (COMPLETED, CANCELLED, OPEN)
+# The statuses only the control plane shows (Resource Graph reads: source control_plane); IMDS stops listing an
+# event instead. A row of one is no sighting of the event, and it tells the outcome outright.
+ENDED_STATUSES = {"Completed": COMPLETED, "Canceled": CANCELLED}
 _NS = 1e9
 LIFECYCLE_COLUMNS = (
     "event_id", "host", "vm", "fault_domain", "update_domain", "vm_set", "event_type", "event_source", "resource_type",
@@ -96,6 +99,8 @@ def event_lifecycles(observations: pd.DataFrame, *, time_scale: Optional[float] 
     polls = _Polls(observations)
     seen = (observations["record"] == OBSERVATION).to_numpy() & observations["event_id"].notna().to_numpy()
     seen &= polls.row_poll >= 0
+    ended = seen & observations["event_status"].isin(list(ENDED_STATUSES)).to_numpy()
+    seen &= ~ended
     if affected_only:
         seen &= observations["affects_vm"].to_numpy(dtype=bool)
     rows = observations.loc[seen].reset_index(drop=True)
@@ -145,6 +150,8 @@ def event_lifecycles(observations: pd.DataFrame, *, time_scale: Optional[float] 
     # the capture). What that says about its notice is notice_check's verdict, not an outcome.
     out["first_seen_started"] = started == first_poll
     out["outcome"] = _outcomes(has_started, out["gone_at"].notna().to_numpy())
+    told = _told_outcomes(observations.loc[ended], out)
+    out["outcome"] = pd.Categorical(told.fillna(out["outcome"].astype(str)), categories=OUTCOMES)
     _add_durations(out, polls, started, first_poll, last_poll, has_started, scale)
     result = _bound_unseen_notice(_add_approvals(out, observations))[list(LIFECYCLE_COLUMNS)]
     result.attrs["time_scale"] = scale
@@ -160,6 +167,16 @@ def _first_per_group(key: np.ndarray, values: np.ndarray, mask: np.ndarray, grou
         agg = series.min() if reduce is np.min else series.max()
         out[agg.index.to_numpy()] = agg.to_numpy()
     return out
+
+
+def _told_outcomes(ended_rows: pd.DataFrame, out: pd.DataFrame) -> pd.Series:
+    """The outcome the control plane told (Completed or Canceled) per row of `out`, else missing: it knows an event
+    that started and ended between two reads, which the poll series alone takes for a cancellation."""
+    first = ended_rows.drop_duplicates(["event_id", "host"])
+    told = pd.Series(first["event_status"].astype(str).to_numpy(), index=pd.MultiIndex.from_arrays(
+        [first["event_id"].astype(str).to_numpy(), first["host"].astype(str).to_numpy()]))
+    keys = pd.MultiIndex.from_arrays([out["event_id"], out["host"]])
+    return pd.Series(told.reindex(keys).map(ENDED_STATUSES).to_numpy(), index=out.index, dtype="object")
 
 
 def _outcomes(has_started: np.ndarray, gone: np.ndarray) -> pd.Categorical:

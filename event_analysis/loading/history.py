@@ -21,7 +21,7 @@ from event_analysis.loading.reading import UNKNOWN_SCHEMA, BadLine
 PathLike = Union[str, os.PathLike]
 _REPORT_KEY = b"event_analysis.report"
 _DICTIONARY = ("record", "host", "vm", "scale_set", "zone", "location", "event_id", "event_status", "event_type",
-               "event_source", "resource_type", "resources", "description", "action", "trigger")
+               "event_source", "resource_type", "resources", "description", "action", "trigger", "source")
 
 
 class HistoryError(ValueError):

@@ -21,10 +21,10 @@ _RFC1123 = "%a, %d %b %Y %H:%M:%S GMT"
 COLUMNS = ("record", "observed_at", "host", "vm", "fault_domain", "update_domain", "scale_set", "zone",
            "location", "document_incarnation", "event_id", "event_status", "event_type", "event_source",
            "resource_type", "resources", "not_before", "duration_s", "description", "affects_vm",
-           "previous_observed_at", "poll_interval_s", "reconstructed", "action", "trigger")
-# Columns a Parquet file written before change-only histories (or action records) lacks: read as missing, and
-# "recorded".
-LATER_COLUMNS = ("previous_observed_at", "poll_interval_s", "reconstructed", "action", "trigger")
+           "previous_observed_at", "poll_interval_s", "reconstructed", "action", "trigger", "source")
+# Columns a Parquet file written before change-only histories (or action records, or the control plane) lacks:
+# read as missing, and "recorded".
+LATER_COLUMNS = ("previous_observed_at", "poll_interval_s", "reconstructed", "action", "trigger", "source")
 
 
 def parse_utc(strings: pa.Array, pattern: str = _ISO_UTC) -> pa.Array:
@@ -149,6 +149,8 @@ def flatten(table: pa.Table, observed_at: pa.Array) -> pa.Table:
         # Action records: prepare or recover (begun); approval and action records: the way of running.
         "action": listing_field("action"),
         "trigger": listing_field("trigger"),
+        # Where the record came from: null for IMDS, control_plane for Resource Graph reads and acknowledges.
+        "source": row_field("source"),
     })
 
 

@@ -22,6 +22,7 @@ LINE = pa.schema([
     ("document_incarnation", pa.int64()), ("events", pa.list_(EVENT)), ("event_ids", pa.list_(_S)),
     ("previous_observed_at", _S), ("poll_interval_s", pa.float64()),
     ("action", _S), ("event_type", _S), ("trigger", _S),   # action records (and trigger on approvals)
+    ("source", _S),  # control_plane: a Resource Graph read or a Microsoft.Maintenance acknowledge
 ])
 
 OBSERVATION, APPROVAL, ACTION = "observation", "approval", "action"

@@ -175,10 +175,12 @@ transport:
   type: str
 control_plane_ended:
   description:
-    - For a host read through the control plane, the events Resource Graph shows ended for this VM, each with
-      V(Completed) or V(Canceled) (IMDS only stops listing an ended event).
+    - For a host read through the control plane, the events Resource Graph shows ended for this VM, in IMDS's
+      shape with C(EventStatus) V(Completed) or V(Canceled) (IMDS only stops listing an ended event). The history
+      callback records them with the read.
   returned: when the control-plane read shows such events
-  type: dict
+  type: list
+  elements: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule

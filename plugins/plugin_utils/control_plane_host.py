@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 from urllib.parse import urlsplit
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.acknowledge import (
@@ -72,7 +72,7 @@ class ControlPlaneFace:
         self.host, self.options, self.warn = host, options, warn
         self.vm_id = str(options.get("vm_id") or "")
         self.read: Optional[Dict[str, Any]] = options.get("read")
-        self.ended: Dict[str, str] = {}
+        self.ended: List[Dict[str, Any]] = []
         self.state_path: Optional[str] = None  # the host's state on the controller, when the task has one
 
     def send(self, method: str, url: str, body: Optional[str], timeout: float) -> bytes:
@@ -96,7 +96,7 @@ class ControlPlaneFace:
             state, _status, _message = load_state(read_text(self.state_path))
             check_owed(read, self.host, state)  # a corrupt state: the claim itself counts the host busy
         self.read = read
-        self.ended = ended_for(read, self.host)
+        self.ended = ended_for(read, self.host, utc_now())
         return document_for(read, self.host, utc_now())
 
     def fresh_read(self) -> Dict[str, Any]:

@@ -81,8 +81,10 @@ class HostTransportAction(NormalAction):
             result.update(type(self).RUN(args, edges, bool(self._task.check_mode), bool(self._task.diff)))
         except TaskFailed as exc:
             result.update(exc.result, failed=True, msg=exc.msg)
-        if face is not None and face.ended:
-            result["control_plane_ended"] = face.ended  # Completed and Canceled, kept apart for the history
+        if face is not None:
+            result["transport"] = transport  # the history records where a read or an approval went
+            if face.ended:
+                result["control_plane_ended"] = face.ended  # Completed and Canceled, kept apart for the history
         if warnings:
             result["warnings"] = warnings
         result["invocation"] = {"module_args": args}

@@ -13,6 +13,7 @@ from typing import Dict, List
 
 from imds_simulator.fleet import FleetSpec
 from tests.certificates import certificate_chain
+from tests.history.history_helpers import assert_valid, capture_env, read_history
 from tests.integration.runner import CycleBench
 from tests.live_fleet import LiveFleet
 
@@ -48,7 +49,8 @@ def test_one_plan_over_imds_and_the_control_plane_approves_each_event_once_and_r
                                  "resources": {"names": by_fd[0]}})
         (second,) = fleet.inject({"key": "fd1", "type": "Reboot", "notice_s": 1800, "started_for_s": 300,
                                   "resources": {"names": by_fd[1]}})
-        env = {"AZURE_CLIENT_ID": "operator-app", "AZURE_SECRET": "operator-secret", "AZURE_TENANT": "contoso",
+        history = tmp_path / "history.jsonl"
+        env = {**capture_env(history), "AZURE_CLIENT_ID": "operator-app", "AZURE_SECRET": "operator-secret", "AZURE_TENANT": "contoso",
                "AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000",
                "AZURE_CLOUD_ENVIRONMENT": fleet.sim.base_url, "REQUESTS_CA_BUNDLE": str(ca), "SSL_CERT_FILE": str(ca)}
 
@@ -73,6 +75,7 @@ def test_one_plan_over_imds_and_the_control_plane_approves_each_event_once_and_r
             again = bench.run(env=env)
             assert again.returncode == 0, again.stdout[-4000:]
         approvals = [(a.get("via") or a["vm"], a["event_ids"]) for a in fleet.approvals() if a["accepted"]]
+        captured = read_history(history)
     finally:
         fleet.close()
     assert sorted(approvals) == sorted([("control_plane", [first]), (by_fd[1][0], [second])]), \
@@ -86,3 +89,12 @@ def test_one_plan_over_imds_and_the_control_plane_approves_each_event_once_and_r
     assert {(vm, started) for vm in by_fd[0 if started == first else 1]} <= recovered, \
         "recovered once Resource Graph (and IMDS) said it ended"
     assert drained_at_once(actions) == 1, "never more fault domains in maintenance than the limit"
+    # The history keeps the transports apart and, for the control-plane hosts, how the event ended.
+    assert_valid(captured)
+    read_there = [r for r in captured.records if r.get("record", "observation") == "observation"
+                  and r["host"] in on_control_plane]
+    assert read_there and all(r.get("source") == "control_plane" for r in read_there)
+    assert all("source" not in r for r in captured.records if r["host"] not in on_control_plane)
+    assert any(e["EventId"] == started and e["EventStatus"] == "Completed" for r in read_there for e in r["events"])
+    assert [r.get("source") for r in captured.records if r.get("record") == "approval"
+            and r["event_ids"] == [first]] == ["control_plane"]

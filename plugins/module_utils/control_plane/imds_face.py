@@ -113,10 +113,11 @@ def document_for(read, host, now):
     return {"DocumentIncarnation": incarnation, "Events": events}
 
 
-def ended_for(read, host):
-    """{EventId: Completed or Canceled} of the events the read shows ended for `host`."""
-    return dict((e["event_id"], e["event_status"]) for e in read["events"]
-                if host in e.get("hosts", []) and e["event_status"] in ENDED_STATUSES)
+def ended_for(read, host, now):
+    """The events the read shows ended (Completed or Canceled) for `host`, in IMDS's shape: kept apart from the
+    document (IMDS leaves an ended event out) for the history, where they tell a completion from a cancellation."""
+    return [imds_event(e, now) for e in read["events"]
+            if host in e.get("hosts", []) and e["event_status"] in ENDED_STATUSES]
 
 
 def compute_for(host, vm_id, fault_domain, zone=""):

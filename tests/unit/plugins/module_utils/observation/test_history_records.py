@@ -34,3 +34,13 @@ def test_what_records_nothing(module: str, data: Dict[str, Any], check_mode: boo
     vms: Dict[str, Any] = {}
     assert record_of_result(module, "host-a", data, vms, check_mode=check_mode) is None
     assert vms == {}
+
+
+def test_a_control_plane_read_records_its_source_and_how_events_ended() -> None:
+    ended = {"EventId": "E9", "EventStatus": "Canceled", "EventType": "Reboot", "Resources": ["vm-a"], "NotBefore": ""}
+    record = record_of_result("scheduled_events_claim", "host-a",
+                              dict(READ, transport="control_plane", control_plane_ended=[ended]), {})
+    assert record["source"] == "control_plane" and record["events"] == [ended]
+    assert "source" not in record_of_result("scheduled_events_claim", "host-a", dict(READ, transport="module"), {})
+    approval = record_of_result("scheduled_events_approve", "host-a", dict(APPROVED, transport="control_plane"), {})
+    assert approval["source"] == "control_plane"
