@@ -19,6 +19,8 @@ from datetime import datetime, timezone
 
 # The modules whose results are history records (by short name): a read, plain or a cycle's (under its lock).
 READ_MODULES = ("scheduled_events_info", "scheduled_events_claim")
+# A record's `source`: absent for IMDS (every record before the control-plane transport), else this.
+CONTROL_PLANE = "control_plane"
 APPROVE_MODULE = "scheduled_events_approve"
 
 # The role's prepare and recover includes name their loop index (loop_control.index_var) so that each loop
@@ -79,8 +81,12 @@ def observation(host, data):
         events = raw.get("Events")
         events = events if isinstance(events, list) else []
     observed_at = data["observed_at"] if UTC_PATTERN.match(data["observed_at"]) else utc_now_iso()
-    return {"observed_at": observed_at, "host": host, "vm": vm_of(host, data.get("this_vm")),
-            "document_incarnation": incarnation, "events": events}
+    record = {"observed_at": observed_at, "host": host, "vm": vm_of(host, data.get("this_vm")),
+              "document_incarnation": incarnation, "events": events}
+    if data.get("transport") == "control_plane":  # read from Resource Graph, which also shows how events ended
+        ended = data.get("control_plane_ended")
+        record.update(source=CONTROL_PLANE, events=events + [e for e in ended or [] if isinstance(e, dict)])
+    return record
 
 
 def trigger_of(value):
@@ -139,6 +145,8 @@ def approval(host, data, vm, observed_at=None, trigger=None):
     started = set(i.upper() for i in data.get("started") or [] if isinstance(i, str))
     record = {"record": "approval", "observed_at": observed_at or utc_now_iso(), "host": host, "event_ids": approved,
               "results": dict((i, "started" if i.upper() in started else "approved") for i in approved)}
+    if data.get("transport") == CONTROL_PLANE:  # a Microsoft.Maintenance acknowledge, not an IMDS POST
+        record["source"] = CONTROL_PLANE
     return _with(record, vm, trigger)
 
 
