@@ -11,3 +11,13 @@ def test_only_control_plane_hosts_with_an_id_are_read() -> None:
                 "c": {"maintenance_cycle_vm_id": "/id/c"},
                 "d": {"maintenance_cycle_transport": "imds", "maintenance_cycle_vm_id": "/id/d"}}
     assert control_plane_vm_ids(["a", "b", "c", "d", "not-in-hostvars"], hostvars) == {"a": "/id/a"}
+
+
+def test_only_the_cycle_runs_over_control_plane_hosts_the_others_stop_in_one_sentence() -> None:
+    from ansible_collections.azure_imds.scheduled_events.plugins.filter.control_plane import control_plane_error
+    hostvars = {"a": {"maintenance_cycle_transport": "control_plane"}, "b": {}}
+    assert control_plane_error(["a", "b"], hostvars, "cycle") == ""
+    assert control_plane_error(["b"], hostvars, "watch") == ""
+    sentence = control_plane_error(["a", "b"], hostvars, "watch")
+    assert sentence.startswith("The watch playbook reads every host through its IMDS, and a uses ")
+    assert sentence.endswith("or leave them out of this run's target.") and sentence.count(".") == 1
