@@ -59,6 +59,7 @@ from tools.report import write_section  # noqa: E402
 from tools.soak import epoch, percentile  # noqa: E402
 from tools.relay_fleet import RelayFleet, environment, kill_tree, tree_cpu  # noqa: E402
 from tests.history.history_helpers import capture_env  # noqa: E402
+from tests.certificates import certificate_chain  # noqa: E402
 
 WORK = REPO / "build" / "bench-reaction"
 REPORT = REPO / "docs" / "benchmarks.md"
@@ -348,6 +349,52 @@ def run_watch(size: int, events: int) -> Result:
         fleet.close()
 
 
+def run_control_plane(size: int, events: int, lag_s: float, period_s: float) -> Result:
+    """The cycle on a schedule with every host on the control-plane transport: one Resource Graph read per run (the
+    simulator's, lagging `lag_s`, an assumption: Azure documents none for this table), every `period_s` (a run
+    that overruns it starts the next at once), the VMs never contacted; the one-vm mix as a stream."""
+    work = WORK / f"control-plane-{size}"
+    work.mkdir()
+    ca, cert, key = certificate_chain(work)
+    fleet = LiveFleet(None, time_scale=1.0, fleet=FleetSpec(name=f"avset-cp-{size}", vms=size, fault_domains=3),
+                      certfile=str(cert), keyfile=str(key), graph_lag_s=lag_s,
+                      control_plane_tokens={"t-bench": ["Scheduled Events Contributor"]},
+                      control_plane_clients={"bench-app": {"secret": "bench-secret", "token": "t-bench"}})
+    bench = CycleBench(fleet, work, control_plane=fleet.vms)
+    env = dict(capture_env(work / "cycles.jsonl"), AZURE_CLIENT_ID="bench-app", AZURE_SECRET="bench-secret",
+               AZURE_TENANT="bench", AZURE_SUBSCRIPTION_ID=fleet.engine.fleet.vms[0].resource_id.split("/")[2],
+               AZURE_CLOUD_ENVIRONMENT=fleet.sim.base_url, REQUESTS_CA_BUNDLE=str(ca), SSL_CERT_FILE=str(ca))
+    ids: List[str] = []
+    cpu = 0.0
+    try:
+        pending = list(waves("one-vm", fleet, events, 0, []))
+        next_event = next_run = time.monotonic()
+        while pending or not settled(fleet, bench, ids):
+            if time.monotonic() > DEADLINE[0] or (not pending and time.monotonic() > next_event + WAIT_PREPARE_S):
+                break
+            if pending and time.monotonic() >= next_event:
+                ids.append(inject(fleet, pending.pop(0)[0], len(ids)))
+                next_event = time.monotonic() + WATCH_GAP_S
+            if time.monotonic() >= next_run:
+                next_run = time.monotonic() + period_s
+                before = _children_cpu()
+                bench.run(env=env, timeout=600)
+                cpu += _children_cpu() - before
+            time.sleep(0.2)
+        return Result("control plane, cycle every %g s" % period_s, size, "one-vm", outcomes(fleet, bench, ids),
+                      controller_cpu_s=cpu / max(len(ids), 1), histories=[work / "cycles.jsonl"],
+                      notes=[f"Resource Graph lag {lag_s:g} s (assumed)"])
+    finally:
+        fleet.close()
+
+
+def _children_cpu() -> float:
+    """CPU-seconds of this process's reaped children (each ansible-playbook run, its workers included)."""
+    import resource
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def write_history(results: List[Result], destination: Path) -> Path:
     """Every run's histories in one gzip file the notebooks read (fleets have names of their own per run), with
     the sidecar that says it is simulated."""
@@ -393,7 +440,11 @@ def render(results: List[Result], argv: List[str], wall: float) -> str:
         "appears in the simulator -> the first / last of its VMs' prepares starts (the prepare log). Controller "
         "CPU: the rulebook's (or the watch's) process tree, children included, over the shape's events, per event.",
         "",
-    ] + table(results)
+    ] + [f"Control plane ({'; '.join(r.notes)}): `azure_imds.scheduled_events.cycle` started every period on a fleet "
+         "whose hosts all have `maintenance_cycle_transport: control_plane` (one Resource Graph read per run, "
+         "acknowledge for approvals, the VMs not contacted), against the simulator's control-plane face over HTTPS; "
+         "the one-vm mix as the watch's stream; controller CPU: the runs' processes, per event.\n"
+         for r in results if r.way.startswith("control plane")] + table(results)
     return "\n".join(lines) + "\n"
 
 
@@ -433,6 +484,12 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                         help="Preempts in each burst (default: 50, or as many as the fleet leaves for each burst)")
     parser.add_argument("--no-watch", action="store_true", help="skip the watch comparison")
     parser.add_argument("--watch-size", type=int, default=50)
+    parser.add_argument("--no-control-plane", action="store_true", help="skip the control-plane poll")
+    parser.add_argument("--control-plane-size", type=int, default=50)
+    parser.add_argument("--graph-lag", type=float, default=30.0,
+                        help="Resource Graph's lag in the simulator, s (an assumption: Azure documents none)")
+    parser.add_argument("--control-plane-period", type=float, default=60.0,
+                        help="seconds between two starts of the control-plane cycle (cron's finest is 60)")
     parser.add_argument("--max-minutes", type=float, default=90.0, help="the whole run stops after this")
     parser.add_argument("--report", default=str(REPORT), help="markdown file to append to ('' for none)")
     parser.add_argument("--history", default=str(WORK / "reaction-history.jsonl.gz"),
@@ -453,7 +510,7 @@ def shape_list(text: str) -> List[str]:
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
-    if not shutil.which("java"):
+    if args.sizes.strip() and not shutil.which("java"):
         raise SystemExit("ansible-rulebook needs Java 17+: apt-get install openjdk-17-jre-headless")
     DEADLINE[0] = time.monotonic() + args.max_minutes * 60
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
@@ -475,6 +532,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             run_eda(size, shapes, args.events, bursts[size], collections, results)
         if not args.no_watch:
             results.append(run_watch(args.watch_size, args.events))
+        if not args.no_control_plane:
+            results.append(run_control_plane(args.control_plane_size, args.events, args.graph_lag,
+                                             args.control_plane_period))
     except (OutOfTime, KeyboardInterrupt, SystemExit) as exc:  # keep the figures of the runs that ended
         print(f"bench-reaction stopped early: {exc!r}", file=sys.stderr)
         stopped = True

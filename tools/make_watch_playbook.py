@@ -53,6 +53,8 @@ HEADER = """---
 
 - name: Stop here when the target matches no host
   ansible.builtin.import_playbook: target_check.yml
+  vars:
+    target_check_playbook: watch
 
 - name: Watch - set up
   hosts: "{{{{ target | default('azure_vms') }}}}"
