@@ -93,8 +93,12 @@ class ControlPlaneFace:
         read = self.read if self.read is not None else self.fresh_read()
         check_read(read, self.host, self.vm_id, utc_now(), float(self.options.get("max_age") or DEFAULT_MAX_AGE_S))
         if self.state_path:
-            state, _status, _message = load_state(read_text(self.state_path))
-            check_owed(read, self.host, state)  # a corrupt state: the claim itself counts the host busy
+            try:
+                text = read_text(self.state_path)
+            except OSError as exc:
+                raise ControlPlaneBlind("Cannot read %s's state on the controller, %s (%s); %s counts as busy "
+                                        "(unread)." % (self.host, self.state_path, exc, self.host))
+            check_owed(read, self.host, load_state(text)[0])  # a corrupt state: the claim counts the host busy
         self.read = read
         self.ended = ended_for(read, self.host, utc_now())
         return document_for(read, self.host, utc_now())

@@ -85,3 +85,10 @@ def test_options_the_host_cannot_be_read_without_are_refused_in_one_sentence(
         options: Dict[str, Any], cause: str) -> None:
     with pytest.raises(TaskFailed, match=cause):
         checked_options("web0", options)
+
+
+def test_a_state_the_controller_cannot_read_makes_the_host_blind_not_a_traceback(tmp_path: Path) -> None:
+    face = ControlPlaneFace("web0", {"vm_id": WEB0, "state_dir": str(tmp_path), "read": fresh_read()}, print)
+    face.state_path = str(tmp_path)  # a folder: reading it raises IsADirectoryError
+    with pytest.raises(ImdsError, match="Cannot read web0's state on the controller"):
+        face.send("GET", IMDS + "/metadata/scheduledevents?api-version=2020-07-01", None, 1.0)
