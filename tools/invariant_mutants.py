@@ -108,6 +108,9 @@ MUTATIONS: Dict[str, List[Change]] = {
     "a control-plane read that shows neither an event on record nor its end counts as news (a read gone back in time "
     "undoes a drain)":
         [(IMDS_FACE, "    if owed:\n        raise ControlPlaneBlind", "    if False:\n        raise ControlPlaneBlind")],
+    "a control-plane host whose own Preempt or Terminate Completed is still read (a deleted VM's domain licenses "
+    "another)":
+        [(IMDS_FACE, '                and host in event.get("hosts", [])):', '                and False):')],
 }
 
 
@@ -116,6 +119,8 @@ MUTATIONS: Dict[str, List[Change]] = {
 ONLY = {
     "a control-plane read that shows neither an event on record nor its end counts as news (a read gone back in time "
     "undoes a drain)": "control-plane",
+    "a control-plane host whose own Preempt or Terminate Completed is still read (a deleted VM's domain licenses "
+    "another)": "control-plane",
     "a push saying quiet takes its host out of the event-driven runs (a lying relay hides an owed recover)":
         "event-driven",
     "a host an event-driven run covered leaves the runs without a read that found it quiet": "event-driven",

@@ -28,6 +28,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.contro
     ControlPlaneBlind,
     acknowledgements,
     check_owed,
+    check_present,
     check_read,
     compute_for,
     document_for,
@@ -92,6 +93,7 @@ class ControlPlaneFace:
     def document(self) -> Dict[str, Any]:
         read = self.read if self.read is not None else self.fresh_read()
         check_read(read, self.host, self.vm_id, utc_now(), float(self.options.get("max_age") or DEFAULT_MAX_AGE_S))
+        check_present(read, self.host)
         if self.state_path:
             try:
                 text = read_text(self.state_path)

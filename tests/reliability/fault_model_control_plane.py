@@ -24,6 +24,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.contro
     ControlPlaneBlind,
     acknowledgements,
     check_owed,
+    check_present,
     check_read,
     compute_for,
     document_for,
@@ -83,6 +84,7 @@ class ControlPlaneRun(FleetRun):
         """What the face serves the claim (None: the host is blind, its read fails)."""
         try:
             check_read(read, vm, self.vm_id(vm), self.now, MAX_AGE_S)
+            check_present(read, vm)
             check_owed(read, vm, self.states.get(vm))
         except ControlPlaneBlind:
             self.blind += 1

@@ -10,7 +10,8 @@ requests. What the read cannot vouch for makes the host blind (ControlPlaneBlind
 counts a host it could not read as busy (its fault domain held, no event that lists it approved). Fail closed:
 - a read that failed, has rows it could not parse, or is older than the age allowed (Resource Graph lags);
 - a host the read did not place: no VM id, another id than the read's, a subscription it did not cover;
-- a host whose VM name two hosts share.
+- a host whose VM name two hosts share;
+- a host whose own Preempt or Terminate the read shows Completed (its VM is gone: check_present).
 - an event on record in the host's state that keeps it in maintenance (a prepare begun, or last seen Started),
   which the read neither lists nor shows ended (Resource Graph may lag, and a read that went back in time must not
   undo a drain the event still needs, nor free a fault domain an event still holds).
@@ -86,6 +87,23 @@ def check_owed(read, host, state):
         raise ControlPlaneBlind("The control-plane read shows neither %s nor its end, which keeps %s in maintenance "
                                 "(Resource Graph may lag); %s counts as busy (unread)."
                                 % (", ".join(owed), host, host))
+
+
+DELETING_TYPES = ("Preempt", "Terminate")
+
+
+def check_present(read, host):
+    """Raise ControlPlaneBlind when the read shows the host's own Preempt or Terminate Completed: its VM is evicted or
+    deleted, and answers nothing, as its IMDS would not. The control plane goes on listing a deleted VM's events, so
+    reading them as the VM's would keep a fault domain in the plan that no VM is in (which the fault model showed
+    licensing a second domain). Unread, the plan holds its last known fault domain, or takes it as deleted once a
+    read saw that event Started."""
+    for event in read["events"]:
+        if (event["event_type"] in DELETING_TYPES and event["event_status"] == "Completed"
+                and host in event.get("hosts", [])):
+            raise ControlPlaneBlind("The control plane shows %s's own %s %s Completed: its VM is gone (evicted or "
+                                    "deleted), so it answers nothing; %s counts as unread." % (
+                                        host, event["event_type"], event["event_id"], host))
 
 
 def imds_event(event, now):

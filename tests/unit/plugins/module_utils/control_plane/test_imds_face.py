@@ -12,6 +12,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.contro
     ControlPlaneBlind,
     acknowledgements,
     check_owed,
+    check_present,
     check_read,
     compute_for,
     document_for,
@@ -131,3 +132,13 @@ def test_an_event_the_state_owes_a_recover_for_must_be_shown_listed_or_ended() -
     check_owed(read(event(IDS[0].lower(), "Completed")), "web0", state)  # its end is shown: the recover may run
     check_owed(read(event(IDS[0], hosts=("web1",))), "web0", state)  # no longer lists web0: as IMDS would say
     check_owed(read(), "web0", None)
+
+
+def test_a_host_whose_own_terminate_completed_is_gone_not_read() -> None:
+    """The control plane goes on listing a deleted VM's events; read as the VM's, they kept a fault domain in the
+    plan that no VM was in, and it licensed a second one (the fault model's seed 1)."""
+    terminated = dict(event(IDS[0], "Completed"), event_type="Terminate")
+    with pytest.raises(ControlPlaneBlind, match=f"web0's own Terminate {IDS[0]} Completed: its VM is gone"):
+        check_present(read(terminated, event(IDS[1], "Started")), "web0")
+    check_present(read(dict(terminated, event_status="Started"), dict(event(IDS[1], "Completed"))), "web0")
+    check_present(read(dict(terminated, hosts=["web1"])), "web0")
