@@ -59,11 +59,11 @@ class ControlPlaneRun(FleetRun):
     blind: int = 0  # control-plane claims the read could not vouch for
     acknowledged: int = 0
 
-    def graph_read(self, vm_ids: Dict[str, str], lag_s: Optional[float] = None) -> Dict[str, Any]:
+    def graph_read(self, vm_ids: Dict[str, str]) -> Dict[str, Any]:
         """One Resource Graph read now, as of a lagging moment (never before the newest shown, unless it goes back)."""
         if self.chance(self.faults.read):
             return {"failed": True, "msg": "Resource Graph answered 429"}
-        newest = self.now - timedelta(seconds=self.rng.uniform(0, LAG_S) if lag_s is None else lag_s)
+        newest = self.now - timedelta(seconds=self.rng.uniform(0, LAG_S))
         if self.graph_as_of is not None and self.chance(self.back):
             as_of = self.now - timedelta(seconds=self.rng.uniform(0, BACK_S))
         else:
