@@ -47,6 +47,18 @@ options:
     description: Seconds to wait for each HTTP answer.
     type: float
     default: 30.0
+  wait_for:
+    description:
+      - The notification that started this run (an Event Grid delivery, as the event_grid_hosts filter gives it),
+        with its C(event_id) and C(event_status). While the read does not show that event at that status or later,
+        the module reads again every 5 seconds, for up to O(wait_seconds). Resource Graph can lag behind Event Grid
+        by about a minute, and a read taken too soon would not see the event the run was started for.
+      - Without an C(event_id), nothing is waited for.
+    type: dict
+  wait_seconds:
+    description: How long to wait for Resource Graph to catch up with O(wait_for).
+    type: float
+    default: 90.0
 seealso:
   - module: azure_imds.scheduled_events.scheduled_events_acknowledge
 """
@@ -97,6 +109,10 @@ subscriptions:
   returned: always
   type: list
   elements: str
+lagging:
+  description: Whether the last read still did not show O(wait_for) (false without it).
+  returned: always
+  type: bool
 """
 
 from ansible.module_utils.basic import AnsibleModule

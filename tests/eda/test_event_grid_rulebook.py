@@ -1,7 +1,8 @@
 """Event-driven without relays, end to end, with docs/event-driven.md's command as written: the simulator's Event Grid deliveries of a real event, through a TEST
 DOUBLE of azure.azcollection's azure_service_bus source (Service Bus is out of reach; tests/eda/service_bus_double/),
 into the real ansible-rulebook with the collection's scheduled_events_event_grid rulebook, whose cycle prepares the
-VMs the event lists, reading them itself, and approves; the delivery Event Grid repeats starts nothing more."""
+VMs the event lists, reading them itself through a lagging Resource Graph (nothing on the VMs), and approves through
+Microsoft.Maintenance; the delivery Event Grid repeats starts nothing more."""
 from __future__ import annotations
 
 import json
@@ -16,9 +17,11 @@ from pathlib import Path
 import yaml
 
 from imds_simulator import control_plane
+from imds_simulator.control_plane import CONTRIBUTOR
 from imds_simulator.fleet import FleetSpec
 from tests.conftest import COLLECTIONS_PATH
-from tests.integration.runner import FILES
+from tests.certificates import certificate_chain
+from tests.integration.runner import FILES, CycleBench
 from tests.live_fleet import LiveFleet
 from tests.timing import wait_for
 from tools.relay_fleet import kill_tree
@@ -37,16 +40,17 @@ def docs_command() -> str:
 
 def test_a_notification_through_service_bus_starts_a_cycle_on_the_vms_it_lists(tmp_path: Path) -> None:
     assert shutil.which("java"), "ansible-rulebook needs Java 17+: apt-get install openjdk-17-jre-headless"
-    fleet = LiveFleet(None, time_scale=10.0, fleet=FleetSpec(vms=3, fault_domains=1), control_plane_tokens={})
+    ca, cert, key = certificate_chain(tmp_path)
+    # Nothing on the VMs: every host is read and approved through the control plane, whose Resource Graph shows
+    # the events as they were 20 s ago: the cycle the notification starts at once must
+    # wait for the read to show its event (a read too soon saw nothing, and nothing was prepared or approved).
+    fleet = LiveFleet(None, time_scale=10.0, fleet=FleetSpec(vms=3, fault_domains=1), graph_lag_s=20.0,
+                      certfile=str(cert), keyfile=str(key), control_plane_tokens={"t-eda": [CONTRIBUTOR]},
+                      control_plane_clients={"eda-app": {"secret": "eda-secret", "token": "t-eda"}})
     vms = fleet.vms
+    bench = CycleBench(fleet, tmp_path, control_plane=vms)
     (tmp_path / "inventory").mkdir()
-    actions = tmp_path / "actions"
-    actions.mkdir()
-    (tmp_path / "inventory" / "hosts.yml").write_text(yaml.safe_dump({"azure_vms": {"vars": {
-        "actions_dir": str(actions)}, "hosts": {vm: {
-            "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-            "maintenance_cycle_imds_url": fleet.url(vm),
-            "maintenance_cycle_state_path": str(tmp_path / "state" / f"{vm}.json")} for vm in vms}}}))
+    (tmp_path / "inventory" / "hosts.json").write_text(bench.inventory.read_text())
     (tmp_path / "vm_ids.yml").write_text(yaml.safe_dump({vm.name: vm.resource_id for vm in fleet.engine.fleet.vms}))
     queue = tmp_path / "queue.jsonl"
     queue.write_text("")
@@ -57,7 +61,9 @@ def test_a_notification_through_service_bus_starts_a_cycle_on_the_vms_it_lists(t
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=f"{DOUBLE}{os.pathsep}{COLLECTIONS_PATH}", HOME=str(tmp_path),
                ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
                PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", ANSIBLE_NOCOLOR="1", PYTHONUNBUFFERED="1",
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"))
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), AZURE_CLIENT_ID="eda-app", AZURE_SECRET="eda-secret",
+               AZURE_TENANT="contoso", AZURE_SUBSCRIPTION_ID=fleet.engine.fleet.vms[0].resource_id.split("/")[2],
+               AZURE_CLOUD_ENVIRONMENT=fleet.sim.base_url, REQUESTS_CA_BUNDLE=str(ca), SSL_CERT_FILE=str(ca))
     log = tmp_path / "rulebook.log"
     rulebook = subprocess.Popen(["bash", "-ec", docs_command()], cwd=tmp_path, env=env, stdout=log.open("w"),
                                 stderr=subprocess.STDOUT, start_new_session=True)
@@ -76,8 +82,9 @@ def test_a_notification_through_service_bus_starts_a_cycle_on_the_vms_it_lists(t
         kill_tree(rulebook)
         fleet.close()
     text = log.read_text()
-    assert [a["event_ids"] for a in approvals] == [[event_id]] and approvals[0]["vm"] in vms[:2], text[-3000:]
+    assert [(a["via"], a["event_ids"], a["accepted"]) for a in approvals] == [("control_plane", [event_id], True)], \
+        text[-3000:]
     assert text.count("PLAY RECAP") == 1, "the repeated delivery ran no cycle"
-    prepared = sorted(json.loads(line)["host"] for path in actions.glob("*.jsonl")
-                      for line in path.read_text().splitlines() if json.loads(line)["phase"] == "prepare")
+    prepared = sorted(a["host"] for a in bench.actions("prepare"))
     assert prepared == sorted(vms[:2]), "the listed VMs, each read by the cycle itself, and only they"
+    assert "Read the scheduled events of the hosts read through Azure's control plane" in text, "no IMDS was read"

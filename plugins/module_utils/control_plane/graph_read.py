@@ -55,3 +55,20 @@ def read_of_rows(rows, read_at, subscriptions, vm_ids, index, warn):
                  if s["event"]["event_status"] in ENDED_STATUSES)
     return {"events": events, "hosts": hosts, "unmapped": unmapped, "ambiguous": ambiguous, "unreadable": unreadable,
             "ended": ended, "read_at": read_at, "subscriptions": list(subscriptions), "vm_ids": dict(vm_ids)}
+
+
+_STATUS_ORDER = {"Scheduled": 0, "Started": 1, "Completed": 2, "Canceled": 2}
+
+
+def lags_behind(read, notified):
+    """Whether the read shows an older moment than a notification (an Event Grid delivery's {"event_id",
+    "event_status"}, or None): the event is not in the read at all, or at an earlier status. A cycle an Event Grid
+    notification started reads Resource Graph, which may lag behind Event Grid by about a minute; read too soon, it
+    would not see the event it was started for. A notification without an event id (one that could not be parsed)
+    waits for nothing."""
+    event_id = str((notified or {}).get("event_id") or "")
+    if not event_id:
+        return False
+    wanted = _STATUS_ORDER.get((notified or {}).get("event_status"), 0)
+    shown = [e for e in read["events"] if e["event_id"].lower() == event_id.lower()]
+    return not shown or max(_STATUS_ORDER.get(e["event_status"], 0) for e in shown) < wanted

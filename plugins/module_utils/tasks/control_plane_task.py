@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import time
 from configparser import ConfigParser
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.acknowledge import (
@@ -31,7 +32,10 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.contro
     AuthError,
     resolve_credentials,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.graph_read import read_of_rows
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.graph_read import (
+    lags_behind,
+    read_of_rows,
+)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_map import (
     HostMapError,
     host_index,
@@ -52,7 +56,8 @@ GRAPH_QUERY = 'maintenanceresources | where type == "microsoft.maintenance/sched
 
 def info_argument_spec():
     return dict(AUTH_ARGUMENT_SPEC, subscriptions=dict(type="list", elements="str"),
-                vm_ids=dict(type="dict", default={}), timeout=dict(type="float", default=30.0))
+                vm_ids=dict(type="dict", default={}), timeout=dict(type="float", default=30.0),
+                wait_for=dict(type="dict"), wait_seconds=dict(type="float", default=90.0))
 
 
 def acknowledge_argument_spec():
@@ -66,7 +71,34 @@ def run_control_plane_info(params, edges, check_mode, diff_mode):
         index = host_index(params["vm_ids"])  # a bad host identity fails before anything is sent
     except HostMapError as exc:
         raise TaskFailed(str(exc))
-    return read_control_plane(arm_client_for(params), params["subscriptions"], params["vm_ids"], index, edges.warn)
+    client = arm_client_for(params)
+    warnings = []  # each read's own: only the last one's are told
+
+    def read():
+        del warnings[:]
+        return read_control_plane(client, params["subscriptions"], params["vm_ids"], index, warnings.append)
+    result = read_catching_up(read, params["wait_for"], params["wait_seconds"])
+    for warning in warnings:
+        edges.warn(warning)
+    if result["lagging"]:
+        edges.warn("Resource Graph did not show %s %s within %g s of waiting; the run plans on what it shows."
+                   % (params["wait_for"].get("event_id"), params["wait_for"].get("event_status"),
+                      params["wait_seconds"]))
+    return result
+
+
+READ_AGAIN_S = 5.0  # between two reads of a Resource Graph still behind a notification
+
+
+def read_catching_up(read, notified, seconds, sleep=time.sleep, clock=time.monotonic):
+    """read() again, every READ_AGAIN_S for up to `seconds`, while it shows an older moment than the notification
+    that started the run (graph_read.lags_behind); the last read, with `lagging` saying whether it still did."""
+    deadline = clock() + max(seconds, 0.0)
+    result = read()
+    while lags_behind(result, notified) and clock() + READ_AGAIN_S <= deadline:
+        sleep(READ_AGAIN_S)
+        result = read()
+    return dict(result, lagging=lags_behind(result, notified))
 
 
 def read_control_plane(client, subscriptions, vm_ids, index, warn):
