@@ -12,9 +12,9 @@ counts a host it could not read as busy (its fault domain held, no event that li
 - a host the read did not place: no VM id, another id than the read's, a subscription it did not cover;
 - a host whose VM name two hosts share;
 - a host whose own Preempt or Terminate the read shows Completed (its VM is gone: check_present).
-- an event on record in the host's state that keeps it in maintenance (a prepare begun, or last seen Started),
-  which the read neither lists nor shows ended (Resource Graph may lag, and a read that went back in time must not
-  undo a drain the event still needs, nor free a fault domain an event still holds).
+- an event on record in the host's state (seen, prepared or approved) which the read neither lists nor shows
+  ended (Resource Graph may lag, and a read that went back in time must not undo a drain the event still needs,
+  free a fault domain an event still holds, or forget an approval already sent).
 A row still Scheduled after its NotBefore is served Started: Azure may have started it while Resource Graph
 lagged, and Started holds the host's fault domain where Scheduled might not. Completed and Canceled events are
 left out, as IMDS leaves out an event that ended; `ended` tells them apart for the history.
@@ -77,14 +77,17 @@ def check_read(read, host, vm_id, now, max_age_s):
 
 
 def check_owed(read, host, state):
-    """Raise ControlPlaneBlind when `state` (the host's saved cycle state, or None) has an event on record that
-    keeps its fault domain in maintenance (a prepare begun, or last seen Started) and the read does not show at
-    all: IMDS's absence means ended, Resource Graph's may only mean that this read shows an older moment."""
+    """Raise ControlPlaneBlind when `state` (the host's saved cycle state, or None) has an event on record (seen,
+    prepared or approved) that the read does not show at all, neither listed nor ended: IMDS's absence means ended,
+    Resource Graph's may only mean that this read shows an older moment than the state. Saved from such a read, the
+    state would forget a drain its event still needs, or an approval already sent (which a later read, newer
+    again, would then see approved a second time)."""
     shown = set(e["event_id"].lower() for e in read["events"])
-    owed = sorted(e["event_id"] for e in (state or {}).get("events") or []
-                  if (e.get("prepare") or e.get("event_status") == "Started") and e["event_id"].lower() not in shown)
+    state = state or {}
+    recorded = [e["event_id"] for e in state.get("events") or []] + list(state.get("approved") or [])
+    owed = sorted(set(i for i in recorded if i.lower() not in shown))
     if owed:
-        raise ControlPlaneBlind("The control-plane read shows neither %s nor its end, which keeps %s in maintenance "
+        raise ControlPlaneBlind("The control-plane read shows neither %s nor its end, which %s has on record "
                                 "(Resource Graph may lag); %s counts as busy (unread)."
                                 % (", ".join(owed), host, host))
 

@@ -123,12 +123,14 @@ def test_acknowledgements_go_to_each_events_scope_and_never_to_an_event_the_read
 
 
 def test_an_event_the_state_owes_a_recover_for_must_be_shown_listed_or_ended() -> None:
-    state = {"events": [dict(event(IDS[0]), prepare="started"), dict(event(IDS[1]), prepare=None)]}
-    with pytest.raises(ControlPlaneBlind, match=f"shows neither {IDS[0]} nor its end, which keeps web0 in"):
+    state = {"events": [dict(event(IDS[0]), prepare="started")]}
+    with pytest.raises(ControlPlaneBlind, match=f"shows neither {IDS[0]} nor its end, which web0 has on record"):
         check_owed(read(), "web0", state)
-    started = {"events": [dict(event(IDS[2], "Started"), prepare=None)]}
-    with pytest.raises(ControlPlaneBlind, match=f"shows neither {IDS[2]} nor its end"):
-        check_owed(read(), "web0", started)
+    # An approval already sent (the fault model's seed 48: a read gone back in time dropped it, and the next read,
+    # newer again, approved the event a second time), and a mere sighting, are on record too.
+    for recorded in ({"approved": [IDS[1]]}, {"events": [dict(event(IDS[2]), prepare=None)]}):
+        with pytest.raises(ControlPlaneBlind, match="shows neither"):
+            check_owed(read(event(IDS[0])), "web0", recorded)
     check_owed(read(event(IDS[0].lower(), "Completed")), "web0", state)  # its end is shown: the recover may run
     check_owed(read(event(IDS[0], hosts=("web1",))), "web0", state)  # no longer lists web0: as IMDS would say
     check_owed(read(), "web0", None)
