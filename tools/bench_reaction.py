@@ -16,6 +16,10 @@ rulebook for 5 s, and 15 s more pass, before the next wave):
 The watch (50 VMs only; --no-watch skips it): `azure_imds.scheduled_events.watch` with as many forks as hosts; the
 one-vm mix injected as a STREAM, one every 10 s (a watch round takes longer than that, so one-at-a-time would only
 make the run longer without changing what a round sees).
+Without agents (--control-plane-size VMs, every host on the control-plane transport; --graph-lag, Resource Graph's
+lag, is an assumption): the cycle started every --control-plane-period s (--no-control-plane skips it), and the Event
+Grid rulebook with each status change delivered --event-grid-delivery s after it (an assumption; --no-event-grid
+skips it), through a TEST DOUBLE of the Service Bus source; both with the one-vm mix as the watch's stream.
 
 Figures, from the simulator's ground truth and the prepare log, per event: first prepare = the event appears in the
 simulator (`appeared_at`) -> the first of its VMs' prepares starts; last prepare = -> the last of its listed VMs'
@@ -34,6 +38,7 @@ import argparse
 import gzip
 import itertools
 import json
+import os
 import random
 import shlex
 import shutil
@@ -43,7 +48,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
@@ -51,8 +56,9 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from imds_simulator import control_plane  # noqa: E402
 from imds_simulator.fleet import FleetSpec  # noqa: E402
-from tests.integration.runner import CycleBench  # noqa: E402
+from tests.integration.runner import FILES, CycleBench  # noqa: E402
 from tests.live_fleet import LiveFleet  # noqa: E402
 from tests import timing  # noqa: E402
 from tools.report import write_section  # noqa: E402
@@ -349,14 +355,12 @@ def run_watch(size: int, events: int) -> Result:
         fleet.close()
 
 
-def run_control_plane(size: int, events: int, lag_s: float, period_s: float) -> Result:
-    """The cycle on a schedule with every host on the control-plane transport: one Resource Graph read per run (the
-    simulator's, lagging `lag_s`, an assumption: Azure documents none for this table), every `period_s` (a run
-    that overruns it starts the next at once), the VMs never contacted; the one-vm mix as a stream."""
-    work = WORK / f"control-plane-{size}"
+def control_plane_fleet(work: Path, size: int, lag_s: float) -> Tuple[LiveFleet, CycleBench, Dict[str, str]]:
+    """A fleet of `size` VMs whose hosts all have the control-plane transport, the simulator's control-plane face
+    over HTTPS with Resource Graph lagging `lag_s`, and the environment of a run's Azure credentials."""
     work.mkdir()
     ca, cert, key = certificate_chain(work)
-    fleet = LiveFleet(None, time_scale=1.0, fleet=FleetSpec(name=f"avset-cp-{size}", vms=size, fault_domains=3),
+    fleet = LiveFleet(None, time_scale=1.0, fleet=FleetSpec(name=f"avset-{work.name}", vms=size, fault_domains=3),
                       certfile=str(cert), keyfile=str(key), graph_lag_s=lag_s,
                       control_plane_tokens={"t-bench": ["Scheduled Events Contributor"]},
                       control_plane_clients={"bench-app": {"secret": "bench-secret", "token": "t-bench"}})
@@ -364,6 +368,15 @@ def run_control_plane(size: int, events: int, lag_s: float, period_s: float) -> 
     env = dict(capture_env(work / "cycles.jsonl"), AZURE_CLIENT_ID="bench-app", AZURE_SECRET="bench-secret",
                AZURE_TENANT="bench", AZURE_SUBSCRIPTION_ID=fleet.engine.fleet.vms[0].resource_id.split("/")[2],
                AZURE_CLOUD_ENVIRONMENT=fleet.sim.base_url, REQUESTS_CA_BUNDLE=str(ca), SSL_CERT_FILE=str(ca))
+    return fleet, bench, env
+
+
+def run_control_plane(size: int, events: int, lag_s: float, period_s: float) -> Result:
+    """The cycle on a schedule with every host on the control-plane transport: one Resource Graph read per run (the
+    simulator's, lagging `lag_s`, an assumption: Azure documents none for this table), every `period_s` (a run
+    that overruns it starts the next at once), the VMs never contacted; the one-vm mix as a stream."""
+    work = WORK / f"control-plane-{size}"
+    fleet, bench, env = control_plane_fleet(work, size, lag_s)
     ids: List[str] = []
     cpu = 0.0
     try:
@@ -385,6 +398,67 @@ def run_control_plane(size: int, events: int, lag_s: float, period_s: float) -> 
                       controller_cpu_s=cpu / max(len(ids), 1), histories=[work / "cycles.jsonl"],
                       notes=[f"Resource Graph lag {lag_s:g} s (assumed)"])
     finally:
+        fleet.close()
+
+
+SERVICE_BUS_DOUBLE = REPO / "tests" / "eda" / "service_bus_double"
+
+
+def run_event_grid(size: int, events: int, lag_s: float, delivery_s: float, collections: Path) -> Result:
+    """The Event Grid rulebook over control-plane hosts: each status change of an event delivered `delivery_s`
+    after it happens (Event Grid and Service Bus; an assumption: Azure publishes no figure), through the TEST
+    DOUBLE of azure.azcollection's Service Bus source (tests/eda/service_bus_double: no Service Bus is reachable
+    here), the real ansible-rulebook and the cycles it starts, which read Resource Graph (lagging `lag_s`) and
+    acknowledge; the one-vm mix as the watch's stream."""
+    work = WORK / f"event-grid-{size}"
+    fleet, bench, env = control_plane_fleet(work, size, lag_s)
+    (work / "inventory").mkdir()
+    (work / "inventory" / "hosts.json").write_text(bench.inventory.read_text())
+    (work / "vm_ids.yml").write_text(json.dumps({vm.name: vm.resource_id for vm in fleet.engine.fleet.vms}))
+    queue = work / "queue.jsonl"
+    queue.write_text("")
+    (work / "rulebook_vars.yml").write_text(json.dumps({
+        "service_bus_connection_string": f"file://{queue}", "service_bus_queue": "scheduled-events",
+        "prepare_tasks": str(FILES / "prepare_log.yml"), "recover_tasks": str(FILES / "recover_log.yml")}))
+    env.update(ANSIBLE_COLLECTIONS_PATH=f"{SERVICE_BUS_DOUBLE}{os.pathsep}{collections}", ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
+               PYTHONUNBUFFERED="1", ANSIBLE_LOCAL_TEMP=str(work / "ansible-tmp"), HOME=str(work))
+    command = [str(Path(sys.executable).parent / "ansible-rulebook"), "-r",
+               "azure_imds.scheduled_events.scheduled_events_event_grid", "-i", "inventory/", "--vars",
+               "rulebook_vars.yml"]
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    proc: Optional[subprocess.Popen] = None
+    ids: List[str] = []
+    sent: Set[str] = set()
+    try:
+        with (work / "rulebook.log").open("w") as log:
+            proc = subprocess.Popen(command, cwd=work, env=dict(os.environ, **env), stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        time.sleep(10)  # the rulebook's start (Java); a delivery before it would only wait in the queue
+        cpu0 = tree_cpu(proc.pid)
+        pending = list(waves("one-vm", fleet, events, 0, []))
+        next_event = time.monotonic()
+        while pending or not settled(fleet, bench, ids):
+            if proc.poll() is not None:
+                raise SystemExit("the Event Grid rulebook ended:\n" + (work / "rulebook.log").read_text()[-3000:])
+            if time.monotonic() > DEADLINE[0] or (not pending and time.monotonic() > next_event + WAIT_PREPARE_S):
+                break
+            if pending and time.monotonic() >= next_event:
+                ids.append(inject(fleet, pending.pop(0)[0], len(ids)))
+                next_event = time.monotonic() + WATCH_GAP_S
+            due = fleet.sim.clock.now() - timedelta(seconds=delivery_s)
+            with fleet.sim.lock:
+                fresh = [d for d in control_plane.deliveries(fleet.engine, due) if d["id"] not in sent]
+            if fresh:
+                with queue.open("a") as out:
+                    out.writelines(json.dumps(d) + "\n" for d in fresh)
+                sent.update(d["id"] for d in fresh)
+            time.sleep(0.2)
+        cpu1 = tree_cpu(proc.pid)
+        return Result("Event Grid rulebook, control plane", size, "one-vm", outcomes(fleet, bench, ids),
+                      controller_cpu_s=(cpu1 - cpu0) / max(len(ids), 1), histories=[work / "cycles.jsonl"],
+                      notes=[f"Resource Graph lag {lag_s:g} s and Event Grid delivery {delivery_s:g} s (assumed)"])
+    finally:
+        kill_tree(proc)
         fleet.close()
 
 
@@ -444,7 +518,13 @@ def render(results: List[Result], argv: List[str], wall: float) -> str:
          "whose hosts all have `maintenance_cycle_transport: control_plane` (one Resource Graph read per run, "
          "acknowledge for approvals, the VMs not contacted), against the simulator's control-plane face over HTTPS; "
          "the one-vm mix as the watch's stream; controller CPU: the runs' processes, per event.\n"
-         for r in results if r.way.startswith("control plane")] + table(results)
+         for r in results if r.way.startswith("control plane")] + [
+        f"Event Grid ({'; '.join(r.notes)}): the rulebook `scheduled_events_event_grid` over the same kind of fleet, "
+        "each status change of an event written to the queue of a TEST DOUBLE of azure.azcollection's Service Bus "
+        "source once its delivery time has passed (no Service Bus is reachable here); each notification starts "
+        "the cycle on the VMs it lists, whose Resource Graph read waits until it shows the notified event; "
+        "controller CPU: the rulebook's process tree, per event.\n"
+        for r in results if r.way.startswith("Event Grid")] + table(results)
     return "\n".join(lines) + "\n"
 
 
@@ -490,6 +570,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                         help="Resource Graph's lag in the simulator, s (an assumption: Azure documents none)")
     parser.add_argument("--control-plane-period", type=float, default=60.0,
                         help="seconds between two starts of the control-plane cycle (cron's finest is 60)")
+    parser.add_argument("--no-event-grid", action="store_true", help="skip the Event Grid rulebook")
+    parser.add_argument("--event-grid-delivery", type=float, default=5.0,
+                        help="seconds from a status change to its delivery on the Service Bus queue (an assumption: "
+                             "Azure publishes no figure)")
     parser.add_argument("--max-minutes", type=float, default=90.0, help="the whole run stops after this")
     parser.add_argument("--report", default=str(REPORT), help="markdown file to append to ('' for none)")
     parser.add_argument("--history", default=str(WORK / "reaction-history.jsonl.gz"),
@@ -510,7 +594,7 @@ def shape_list(text: str) -> List[str]:
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
-    if args.sizes.strip() and not shutil.which("java"):
+    if (args.sizes.strip() or not args.no_event_grid) and not shutil.which("java"):
         raise SystemExit("ansible-rulebook needs Java 17+: apt-get install openjdk-17-jre-headless")
     DEADLINE[0] = time.monotonic() + args.max_minutes * 60
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
@@ -535,6 +619,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if not args.no_control_plane:
             results.append(run_control_plane(args.control_plane_size, args.events, args.graph_lag,
                                              args.control_plane_period))
+        if not args.no_event_grid:
+            results.append(run_event_grid(args.control_plane_size, args.events, args.graph_lag,
+                                          args.event_grid_delivery, collections))
     except (OutOfTime, KeyboardInterrupt, SystemExit) as exc:  # keep the figures of the runs that ended
         print(f"bench-reaction stopped early: {exc!r}", file=sys.stderr)
         stopped = True

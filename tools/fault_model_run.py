@@ -7,7 +7,8 @@ Each fleet-day is one seed of one combination: scheduled runs (fleet x faults x 
 EVENT_DRIVEN_EVERY-th fleet-day, the event-driven path (fleet x faults x how the rulebook runs its cycles), which
 costs about ten times as much; every SPLIT_EVERY-th, a set split over two scheduled runs (fleet x faults), each
 its own target; and every CONTROL_PLANE_EVERY-th, scheduled runs with every other VM on the control-plane transport
-(fleet x faults, tests/reliability/fault_model_control_plane.py). Combinations are taken in turn, so any number of fleet-days covers them all evenly.
+(fleet x faults, tests/reliability/fault_model_control_plane.py), and as many (at index 3, 13, ...) of the same fleet
+driven by Event Grid notifications (delayed, repeated, lost) with a fallback cycle every 15 minutes. Combinations are taken in turn, so any number of fleet-days covers them all evenly.
 Runs on every core (seeded: the same figures each time).
 Exits 1 when any fleet-day breaks an invariant, printing its seed and combination (they reproduce it).
 
@@ -39,13 +40,14 @@ CODE = ("plugins", "roles/maintenance_cycle", "imds_simulator", "tests/reliabili
         "tools/stage_collection.py")  # what a fleet-day's verdict depends on
 COUNTED = ("cycles", "drains", "undrains", "approvals", "kills", "late_drains", "refusals", "event_driven", "split",
            "split_refused", "taken_as_deleted", "pushes", "pushes_refused", "pushes_dropped", "control_plane",
-           "control_plane_blind", "acknowledged")
+           "control_plane_blind", "acknowledged", "event_grid", "notifications", "graph_waits")
 PERIODS = (60, 300)
 EVENT_DRIVEN_EVERY = 5
 SPLIT_EVERY = 10  # at index 2, 12, 22, ... (never an event-driven one)
 SPLIT = "split"
 CONTROL_PLANE_EVERY = 10  # at index 7, 17, 27, ... (never an event-driven or a split one)
 CONTROL_PLANE = "control-plane"
+EVENT_GRID = "event-grid"
 
 Combo = Tuple[int, str, str, object]  # (seed, fleet, faults, a cycle period in seconds or an event-driven setup)
 
@@ -70,7 +72,7 @@ def _importable(root: Optional[Path]) -> None:
             sys.path.insert(0, path)
 
 
-KINDS = ("all", "scheduled", "event-driven", "split", "control-plane")
+KINDS = ("all", "scheduled", "event-driven", "split", "control-plane", "event-grid")
 
 
 def combos(fleet_days: int, only: str = "all") -> List[Combo]:
@@ -80,16 +82,18 @@ def combos(fleet_days: int, only: str = "all") -> List[Combo]:
     from tests.reliability.fault_model_event_driven import SETUPS
     scheduled = list(itertools.product(sorted(FLEETS), sorted(FAULTS), PERIODS))
     control_plane = list(itertools.product(sorted(FLEETS), sorted(CONTROL_PLANE_FAULTS), [CONTROL_PLANE]))
+    event_grid = list(itertools.product(sorted(FLEETS), sorted(CONTROL_PLANE_FAULTS), [EVENT_GRID]))
     event_driven = list(itertools.product(sorted(FLEETS), sorted(FAULTS), sorted(SETUPS)))
     split = list(itertools.product(sorted(FLEETS), sorted(FAULTS), [SPLIT]))
     chosen, counts = [], Counter()
     for index in range(fleet_days):
         kinds = (event_driven if index % EVENT_DRIVEN_EVERY == EVENT_DRIVEN_EVERY - 1
                  else split if index % SPLIT_EVERY == 2
-                 else control_plane if index % CONTROL_PLANE_EVERY == 7 else scheduled)
+                 else control_plane if index % CONTROL_PLANE_EVERY == 7
+                 else event_grid if index % CONTROL_PLANE_EVERY == 3 else scheduled)
         if only != "all":
             kinds = {"scheduled": scheduled, "event-driven": event_driven, "split": split,
-                     CONTROL_PLANE: control_plane}[only]
+                     CONTROL_PLANE: control_plane, EVENT_GRID: event_grid}[only]
         turn = counts[id(kinds)]
         counts[id(kinds)] += 1
         chosen.append((turn // len(kinds),) + kinds[turn % len(kinds)])
@@ -132,7 +136,12 @@ def one(combo: Combo) -> Dict[str, object]:
 
 def _one(combo: Combo) -> Dict[str, object]:
     from tests.reliability.fault_model import FAULTS, simulate
-    from tests.reliability.fault_model_control_plane import CONTROL_PLANE_FAULTS, control_plane_run
+    from tests.reliability.fault_model_control_plane import (
+        CONTROL_PLANE_FAULTS,
+        EVENT_GRID_FAULTS,
+        control_plane_run,
+        event_grid_run,
+    )
     from tests.reliability.fault_model_event_driven import PUSH_FAULTS, event_driven_run, split_run
     seed, fleet, faults, how = combo
     if isinstance(how, int):
@@ -140,6 +149,9 @@ def _one(combo: Combo) -> Dict[str, object]:
     elif how == CONTROL_PLANE:
         given, back = CONTROL_PLANE_FAULTS[faults]
         run = control_plane_run(seed, given, back, PERIODS[0], fleet=fleet)
+    elif how == EVENT_GRID:
+        given, back = CONTROL_PLANE_FAULTS[faults]
+        run = event_grid_run(seed, given, back, *EVENT_GRID_FAULTS[faults], fleet=fleet)
     elif how == SPLIT:
         run = split_run(seed, FAULTS[faults], PERIODS[0], fleet=fleet)
     else:
@@ -147,8 +159,9 @@ def _one(combo: Combo) -> Dict[str, object]:
     return {"combo": combo, "problems": run.verdict.problems, "cycles": run.cycles, "drains": run.ledger.drains,
             "undrains": run.ledger.undrains, "approvals": run.verdict.approvals, "kills": run.verdict.kills,
             "late_drains": run.verdict.late_drains, "refusals": run.refusals,
-            "event_driven": int(not isinstance(how, int) and how not in (SPLIT, CONTROL_PLANE)),
-            "split": int(how == SPLIT), "control_plane": int(how == CONTROL_PLANE),
+            "event_driven": int(not isinstance(how, int) and how not in (SPLIT, CONTROL_PLANE, EVENT_GRID)),
+            "split": int(how == SPLIT), "control_plane": int(how == CONTROL_PLANE), "event_grid": int(how == EVENT_GRID),
+            "notifications": getattr(run, "notifications", 0), "graph_waits": getattr(run, "waits", 0),
             "control_plane_blind": getattr(run, "blind", 0), "acknowledged": getattr(run, "acknowledged", 0),
             "split_refused": run.split_refused, "taken_as_deleted": run.taken_as_deleted,
             "pushes": getattr(run, "pushes", 0),
@@ -221,11 +234,13 @@ def _run(args: argparse.Namespace, root: Path) -> int:
                 results.close()
                 break
     seconds = time.monotonic() - started
-    scheduled = totals['fleet-days'] - totals['event_driven'] - totals['split'] - totals['control_plane']
+    scheduled = (totals['fleet-days'] - totals['event_driven'] - totals['split'] - totals['control_plane']
+                 - totals['event_grid'])
     print(f"{totals['fleet-days']} fleet-days ({scheduled} scheduled every {' or '.join(f'{p} s' for p in PERIODS)}, "
           f"{totals['event_driven']} event-driven, {totals['split']} split over two runs, {totals['control_plane']} "
           f"half on the control plane: {totals['acknowledged']} acknowledged, {totals['control_plane_blind']} "
-          f"claims blind), {totals['cycles']} "
+          f"claims blind), {totals['event_grid']} from Event Grid ({totals['notifications']} notifications, "
+          f"{totals['graph_waits']} reads again for Resource Graph to catch up), {totals['cycles']} "
           f"cycles, {totals['drains']} drains, {totals['undrains']} undrains, {totals['approvals']} approvals, "
           f"{totals['kills']} runs killed, {totals['late_drains']} late drains over the limit (the documented "
           f"exception), {totals['refusals']} cycles refused before acting, {totals['split_refused']} events refused "

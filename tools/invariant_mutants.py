@@ -38,6 +38,7 @@ FAULT_DOMAINS = f"{CYCLE}/fault_domains.py"
 TRANSITION = f"{CYCLE}/transition.py"
 VIEW = "plugins/module_utils/relay/fleet_view.py"
 IMDS_FACE = "plugins/module_utils/control_plane/imds_face.py"
+WAKE_UP = "plugins/module_utils/control_plane/wake_up.py"
 ROLE = "roles/maintenance_cycle/tasks"
 FLEET_DAYS = 2000
 
@@ -111,12 +112,21 @@ MUTATIONS: Dict[str, List[Change]] = {
     "a control-plane host whose own Preempt or Terminate Completed is still read (a deleted VM's domain licenses "
     "another)":
         [(IMDS_FACE, '                and host in event.get("hosts", [])):', '                and False):')],
+    "a control-plane read that does not show an approved or merely seen event forgets it (the approval is sent twice)":
+        [(IMDS_FACE, 'recorded = [e["event_id"] for e in state.get("events") or []] + list(state.get("approved") or [])',
+          'recorded = [e["event_id"] for e in state.get("events") or [] if e.get("prepare") or e.get("event_status") '
+          '== "Started"]')],
+    "an Event Grid notification wakes a cycle on the hosts it lists only (a host of another domain owing a recover goes uncounted)":
+        [(WAKE_UP, 'return {"hosts": everyone, "listed": placed["hosts"],',
+          'return {"hosts": placed["hosts"] or everyone, "listed": placed["hosts"],')],
 }
 
 
 # Mutants whose code runs in one kind of fleet-day only (the source's fleet view, the VM locks, the split-set rule):
 # their fleet-days are all of that kind, so that the rare path they open is reached as often as the others'.
 ONLY = {
+    "an Event Grid notification wakes a cycle on the hosts it lists only (a host of another domain owing a recover goes uncounted)": "event-grid",
+    "a control-plane read that does not show an approved or merely seen event forgets it (the approval is sent twice)": "control-plane",
     "a control-plane read that shows neither an event on record nor its end counts as news (a read gone back in time "
     "undoes a drain)": "control-plane",
     "a control-plane host whose own Preempt or Terminate Completed is still read (a deleted VM's domain licenses "

@@ -43,7 +43,7 @@ def test_the_shape_is_the_one_azure_service_bus_puts_on_the_queue() -> None:
     assert "body = json.loads(body)" in code, "the message's JSON arrives parsed"
 
 
-def test_notifications_wake_the_hosts_they_list_once_and_every_host_when_they_cannot_be_placed(tmp_path: Path) -> None:
+def test_a_notification_wakes_every_host_once_naming_the_ones_it_lists(tmp_path: Path) -> None:
     fleet = LiveFleet(None, time_scale=60.0, fleet=FleetSpec(vms=3, fault_domains=1), simulate_impact=False,
                       control_plane_tokens={})
     try:
@@ -56,14 +56,16 @@ def test_notifications_wake_the_hosts_they_list_once_and_every_host_when_they_ca
     plugin = load_filter()
     event = plugin.main(as_service_bus_delivers(delivery, "m1"), vm_ids_file=str(tmp_path / "vm_ids.yml"))
     listed = [f"host-{vm}" for vm in fleet.vms[:2]]
-    assert event["scheduled_events"]["hosts"] == listed and event["scheduled_events"]["event_id"] == event_id
-    assert event["meta"]["hosts"] == listed + ["localhost"], "the rule's cycle runs on them (and its localhost plays)"
+    assert event["scheduled_events"]["listed"] == listed and event["scheduled_events"]["event_id"] == event_id
+    assert event["meta"]["hosts"] == sorted(vm_ids) + ["localhost"], \
+        "the rule's cycle runs on every host (one not listed may owe a recover) and its localhost plays"
     again = plugin.main(as_service_bus_delivers(delivery, "m2"), vm_ids_file=str(tmp_path / "vm_ids.yml"))
     assert "scheduled_events" not in again, "Event Grid delivered it twice: one cycle"
     unplaced = json.loads(json.dumps(delivery).replace(fleet.vms[0], "somebody-else"))
     unplaced["id"] = "another-delivery"
     woken = plugin.main(as_service_bus_delivers(unplaced, "m3"), vm_ids_file=str(tmp_path / "vm_ids.yml"))
-    assert woken["scheduled_events"]["hosts"] == sorted(vm_ids), "what it cannot place looks at every host"
+    assert woken["scheduled_events"]["hosts"] == sorted(vm_ids) and "no single host is" in \
+        woken["scheduled_events"]["reason"], "what it cannot place is said"
 
 
 @pytest.mark.parametrize("content, sentence", [

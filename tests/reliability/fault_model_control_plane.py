@@ -9,6 +9,13 @@ IMDS as in fault_model.py; the judges are the same ledger and engine record. On 
 - a read goes back in time (`back`): one shows a moment up to BACK_S ago, older than the read before it (replicas
   of an eventually consistent store), so an event a host prepared for may be missing from it;
 - the whole read fails (`read`): every control-plane host is unread.
+
+event_grid_run drives the same fleet from Event Grid instead of a schedule (the scheduled_events_event_grid
+rulebook): each status change delivered after a drawn delay (so a Completed may come before its Started), some
+delivered twice, some never (the faulty runs), each through the event_grid_hosts filter's own functions (a repeat
+starts nothing) into a cycle on the hosts it lists, whose Resource Graph read waits until it shows the notified
+event (graph_read.lags_behind, as scheduled_events_control_plane_info does); a cycle over every host every
+FALLBACK_S, as the docs ask, catches what was never delivered.
 """
 from __future__ import annotations
 
@@ -18,7 +25,10 @@ from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any, Dict, List, Optional, Set
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.graph_read import read_of_rows
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.graph_read import (
+    lags_behind,
+    read_of_rows,
+)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_map import host_index
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.imds_face import (
     ControlPlaneBlind,
@@ -29,6 +39,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.contro
     compute_for,
     document_for,
 )
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.wake_up import hosts_to_wake
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import (
     empty_state,
     with_approved,
@@ -40,7 +51,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.docume
     iso_utc,
     parse_document,
 )
-from imds_simulator.control_plane import graph_rows
+from imds_simulator.control_plane import deliveries, graph_rows
 from tests.reliability.fault_model import FAULTS, Cycle, FleetRun, Faults, fleet_run
 
 LAG_S = 60.0  # Resource Graph's lag: up to about a minute
@@ -71,12 +82,15 @@ class ControlPlaneRun(FleetRun):
             as_of = newest if self.graph_as_of is None else max(newest, self.graph_as_of)
         self.graph_as_of = max(as_of, self.graph_as_of or as_of)
         subscription = self.engine.fleet.vms[0].resource_id.split("/")[2]
+        rows = graph_rows(self.recent(), self.now, (self.now - as_of).total_seconds(), [subscription])
+        return read_of_rows(rows, iso_utc(self.now), [subscription], vm_ids, host_index(vm_ids), lambda text: None)
+
+    def recent(self) -> SimpleNamespace:
+        """The engine, now, with the events ended longer than KEPT_S ago left out (speed)."""
         self.engine.advance_to(self.now)
-        recent = SimpleNamespace(fleet=self.engine.fleet, events=[
+        return SimpleNamespace(fleet=self.engine.fleet, events=[
             e for e in self.engine.events
             if e.removed_at is None or (self.now - e.removed_at).total_seconds() < KEPT_S])
-        rows = graph_rows(recent, self.now, (self.now - as_of).total_seconds(), [subscription])
-        return read_of_rows(rows, iso_utc(self.now), [subscription], vm_ids, host_index(vm_ids), lambda text: None)
 
     def vm_id(self, vm: str) -> str:
         return self.engine.vm_state(vm).vm.resource_id
@@ -96,7 +110,7 @@ class ControlPlaneRun(FleetRun):
         if vm not in self.on_control_plane:
             return super().read(vm, cycle)
         if cycle.owner not in self.graph_reads:  # the role's run_once read, before the first claim
-            self.graph_reads[cycle.owner] = self.graph_read({h: self.vm_id(h) for h in sorted(self.on_control_plane)})
+            self.graph_reads[cycle.owner] = self.first_read(cycle)
         parsed = self.document(vm, self.graph_reads[cycle.owner])
         if parsed is None:
             return {"failed": True}
@@ -109,6 +123,9 @@ class ControlPlaneRun(FleetRun):
                 "this_vm": this_vm, "state": None if unreadable else self.states.get(vm),
                 "state_status": "corrupt" if unreadable else ("loaded" if self.states.get(vm) else "missing"),
                 "state_path": f"/controller/{vm}/state.json"}
+
+    def first_read(self, cycle: Cycle) -> Dict[str, Any]:
+        return self.graph_read({h: self.vm_id(h) for h in sorted(self.on_control_plane)})
 
     def approve(self, vm: str, cycle: Cycle, planned: List[Dict[str, Any]], saves: bool) -> List[str]:
         """scheduled_events_approve on the controller: a fresh read of this VM, decide, record, acknowledge."""
@@ -155,4 +172,79 @@ def control_plane_run(seed: int, faults: Faults, back: float, period_s: int, hou
         run.cycle(at)
         at += timedelta(seconds=period_s)
     run.finish(at, period_s)
+    return run
+
+
+DELIVERY_S = (1.0, 90.0)  # Event Grid and Service Bus: a delivery's delay, drawn (an assumption; none published)
+WAIT_S, READ_AGAIN_S = 90.0, 5.0  # the role's wait for Resource Graph to show the notified event
+FALLBACK_S = 900  # a scheduled cycle over every host besides the rulebook, as docs/control-plane.md asks
+STEP_S = 10  # how often the model's queue is looked at
+EVENT_GRID_FAULTS = {"none": (0.0, 0.0), "everything fails sometimes": (0.05, 0.05)}  # (missed, delivered twice)
+
+
+@dataclass
+class EventGridRun(ControlPlaneRun):
+    missed: float = 0.0
+    twice: float = 0.0
+    notified: Dict[str, Dict[str, Any]] = field(default_factory=dict)  # run owner -> what it was started for
+    queue: List[Any] = field(default_factory=list)  # (delivered at, n, delivery)
+    drawn: Set[str] = field(default_factory=set)  # deliveries whose fate is drawn
+    notifications: int = 0
+    waits: int = 0  # reads taken again because Resource Graph did not show the notified event yet
+
+    def first_read(self, cycle: Cycle) -> Dict[str, Any]:
+        read = super().first_read(cycle)
+        waited = 0.0
+        while not read.get("failed") and lags_behind(read, self.notified.get(cycle.owner)) \
+                and waited + READ_AGAIN_S <= WAIT_S:
+            self.now += timedelta(seconds=READ_AGAIN_S)
+            waited += READ_AGAIN_S
+            self.waits += 1
+            read = super().first_read(cycle)
+        return read
+
+    def due(self) -> List[Dict[str, Any]]:
+        """The deliveries whose time has come, in the order they come: each status change once it happened, after
+        a drawn delay, sometimes twice, sometimes never (before fault_until)."""
+        faulty = self.now < self.fault_until
+        for delivery in deliveries(self.recent(), self.now):
+            if delivery["id"] in self.drawn:
+                continue
+            self.drawn.add(delivery["id"])
+            if faulty and self.chance(self.missed):
+                continue
+            copies = 2 if faulty and self.chance(self.twice) else 1
+            for _ in range(copies):
+                at = self.now + timedelta(seconds=self.rng.uniform(*DELIVERY_S))
+                self.queue.append((at, len(self.queue), delivery))
+        self.queue.sort(key=lambda item: item[:2])
+        came = [d for at, _n, d in self.queue if at <= self.now]
+        self.queue = [item for item in self.queue if item[0] > self.now]
+        return came
+
+
+def event_grid_run(seed: int, faults: Faults, back: float, missed: float, twice: float, hours: float = 24.0,
+                   fleet: str = "one set") -> EventGridRun:
+    """One fleet-day of the Event Grid rulebook (a cycle per notification it lets through, on the hosts it lists)
+    and a fallback cycle every FALLBACK_S, every other VM on the control plane."""
+    run = fleet_run(EventGridRun, seed, faults, hours, fleet, task_s=2.0, back=back, missed=missed, twice=twice)
+    run.on_control_plane = set(run.vms()[::2])
+    vm_ids = {vm: run.vm_id(vm) for vm in run.vms()}
+    index, seen = host_index(vm_ids), []  # the filter's index and its memory of delivery ids
+    end, at, fallback = run.now + timedelta(hours=hours), run.now, run.now
+    while at < end:
+        run.now = max(run.now, at)
+        for delivery in run.due():
+            woken = hosts_to_wake(delivery, index, sorted(vm_ids), seen)
+            if woken is None:
+                continue
+            run.notifications += 1
+            cycle = run.new_cycle(woken["hosts"])
+            run.notified[cycle.owner] = woken
+            run.run_to_end(cycle)
+        if run.now >= fallback:
+            run.cycle(run.now)
+            fallback = run.now + timedelta(seconds=FALLBACK_S)
+        at = max(at + timedelta(seconds=STEP_S), run.now)
+    run.finish(at, FALLBACK_S)
     return run

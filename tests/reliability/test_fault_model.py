@@ -17,7 +17,12 @@ from hypothesis import strategies as st
 from pathlib import Path
 
 from tests.reliability.fault_model import FAULTS, FLEETS, role_order_problems, simulate
-from tests.reliability.fault_model_control_plane import CONTROL_PLANE_FAULTS, control_plane_run
+from tests.reliability.fault_model_control_plane import (
+    CONTROL_PLANE_FAULTS,
+    EVENT_GRID_FAULTS,
+    control_plane_run,
+    event_grid_run,
+)
 from tests.reliability.fault_model_event_driven import PUSH_FAULTS, SETUPS, event_driven_run, split_run
 
 ROLE = Path(__file__).resolve().parents[2] / "roles" / "maintenance_cycle"
@@ -134,3 +139,17 @@ def test_half_the_fleet_on_the_control_plane_keeps_every_safety_rule(seed: int, 
     assert run.acknowledged and run.ledger.drains and run.ledger.undrains, "both transports exercised the cycle"
     if faults != "none":
         assert run.blind, "reads it could not vouch for were counted busy"
+
+
+@pytest.mark.parametrize("fleet", sorted(FLEETS))
+@settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True,
+          database=None, phases=[Phase.explicit, Phase.generate])
+@given(seed=st.integers(0, 2**31 - 1))
+def test_event_grid_notifications_delayed_repeated_and_lost_keep_every_safety_rule(seed: int, fleet: str) -> None:
+    """The Event Grid rulebook's cycles (every fault), with a fallback cycle every 15 minutes."""
+    faults = "everything fails sometimes"
+    given_faults, back = CONTROL_PLANE_FAULTS[faults]
+    run = event_grid_run(seed, given_faults, back, *EVENT_GRID_FAULTS[faults], hours=CONTROL_PLANE_HOURS, fleet=fleet)
+    assert run.verdict.problems == [], f"seed {seed}: " + json.dumps(run.verdict.problems[:8], indent=1, default=str)
+    assert run.notifications and run.acknowledged and run.ledger.drains and run.ledger.undrains
+    assert run.waits, "some cycle read Resource Graph again, waiting for it to show its notification"

@@ -30,11 +30,12 @@ description:
   - For the C(scheduled_events_event_grid) rulebook. Reads the C(body) of an event from
     C(azure.azcollection.azure_service_bus) (an Event Grid C(ScheduledEventEmitted) notification routed to a
     Service Bus queue), places the VMs it lists on inventory hosts by their ARM ids, and sets
-    C(event.scheduled_events) (C(hosts), C(event_id), C(event_status), C(reason)) and C(event.meta.hosts), which
-    limits the rule's cycle to them.
-  - A notification only widens what a cycle looks at; the cycle reads each host itself. One that cannot be read or
-    placed exactly looks at every expected host. A repeated delivery (the same Event Grid id) and events of other
-    types are left without C(scheduled_events), so no rule fires for them.
+    C(event.scheduled_events) (C(hosts), C(listed), C(event_id), C(event_status), C(reason)) and
+    C(event.meta.hosts), which limits the rule's cycle to C(hosts).
+  - A notification only widens what a cycle looks at; the cycle reads each host itself. So C(hosts) is every
+    expected host, not only the C(listed) ones. The fault-domain limit needs every host that may still owe a
+    recover, and a notification does not say which. A repeated delivery (the same Event Grid id) and events of
+    other types are left without C(scheduled_events), so no rule fires for them.
 options:
   vm_ids_file:
     description:
@@ -44,7 +45,7 @@ options:
     type: str
     default: vm_ids.yml
   expected_hosts:
-    description: The hosts looked at when a notification cannot be placed; by default every host of O(vm_ids_file).
+    description: The hosts each notification's cycle looks at; by default every host of O(vm_ids_file).
     type: list
     elements: str
 """

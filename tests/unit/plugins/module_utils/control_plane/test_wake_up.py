@@ -1,5 +1,5 @@
-"""An Event Grid notification wakes a cycle on the hosts it lists; on every expected host when it cannot be placed;
-on nothing more when it repeats."""
+"""An Event Grid notification wakes a cycle on every expected host (the ones it lists named apart), since the
+fault-domain limit needs every host that may owe a recover; on nothing more when it repeats."""
 from __future__ import annotations
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_map import host_index
@@ -15,13 +15,16 @@ INDEX = host_index({"web1": f"{GROUP}/virtualMachines/1", "web2": f"{GROUP}/virt
 EXPECTED = ["web1", "web2", "db1"]
 
 
-def test_the_hosts_the_event_lists_are_woken_once() -> None:
+def test_every_expected_host_is_woken_once_and_the_listed_ones_named() -> None:
     seen: list = []
     woken = hosts_to_wake(event_grid(), INDEX, EXPECTED, seen)
-    assert woken == {"hosts": ["web1", "web2"], "event_id": "1A7C2E44-0B3D-4F5E-9A8B-7C6D5E4F3A21",
-                     "event_status": "Scheduled", "reason": "Reboot Scheduled lists web1, web2."}
+    # Not only web1 and web2: db1 may be drained for an event that is gone, its recover owed, its fault domain in
+    # maintenance; a cycle that does not read it would not count it (the fault model's Event Grid kind).
+    assert woken == {"hosts": ["db1", "web1", "web2"], "listed": ["web1", "web2"],
+                     "event_id": "1A7C2E44-0B3D-4F5E-9A8B-7C6D5E4F3A21", "event_status": "Scheduled",
+                     "reason": "Reboot Scheduled lists web1, web2: every expected host is looked at."}
     assert hosts_to_wake(event_grid(), INDEX, EXPECTED, seen) is None, "a repeated delivery wakes nothing more"
-    assert hosts_to_wake(event_grid("Completed", delivery_id="d2"), INDEX, EXPECTED, seen)["hosts"] == ["web1", "web2"]
+    assert hosts_to_wake(event_grid("Completed", delivery_id="d2"), INDEX, EXPECTED, seen)["listed"] == ["web1", "web2"]
 
 
 def test_what_cannot_be_placed_wakes_every_expected_host() -> None:
