@@ -280,7 +280,8 @@ def _combo(text: str) -> Combo:
 def _named(combo: Combo) -> str:
     seed, fleet, faults, how = combo
     how = (f"{how} s" if isinstance(how, int) else "split over two runs" if how == SPLIT
-           else "half on the control plane" if how == CONTROL_PLANE else f"event-driven, {how}")
+           else "half on the control plane" if how == CONTROL_PLANE
+           else "half on the control plane, from Event Grid" if how == EVENT_GRID else f"event-driven, {how}")
     return f"seed {seed}, {fleet}, {faults}, {how}"
 
 
