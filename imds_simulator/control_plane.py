@@ -180,6 +180,30 @@ def _token(clients: Dict[str, Dict[str, str]], method: str, body: Optional[bytes
                  "access_token": client["token"]}
 
 
+IDENTITY_VERSIONS = ("2018-02-01", "2019-08-01")
+
+
+def identity_token(identities: Dict[str, Dict[str, str]], vm: str, query: Dict[str, List[str]],
+                   metadata_header: Optional[str]) -> Answer:
+    """A VM's managed identity (GET <its IMDS>/metadata/identity/oauth2/token): `identities` is {VM name:
+    {"system": token, <a user-assigned identity's client id>: token}}; a token is a key of the control plane's
+    tokens. Stricter than Azure in one way: a resource other than a Resource Manager's is refused."""
+    if (metadata_header or "").lower() != "true":
+        return 400, {"error": "invalid_request", "error_description": "Required metadata header not specified"}
+    version, resource = (query.get("api-version") or [""])[0], (query.get("resource") or [""])[0]
+    if version not in IDENTITY_VERSIONS:
+        return 400, {"error": "invalid_request", "error_description": "Invalid or missing api-version: %r" % version}
+    if not resource.startswith("https://"):
+        return 400, {"error": "invalid_resource", "error_description": "AADSTS500011: the resource %r is not a "
+                     "Resource Manager." % resource}
+    mine = identities.get(vm.lower()) or {}
+    wanted = (query.get("client_id") or ["system"])[0]
+    if wanted not in mine:
+        return 400, {"error": "invalid_request", "error_description": "Identity not found"}
+    return 200, {"access_token": mine[wanted], "client_id": wanted, "expires_in": "86399", "resource": resource,
+                 "token_type": "Bearer"}
+
+
 def _check_scope(engine: Engine, match: "re.Match[str]") -> Optional[Answer]:
     kind = _SCOPE_TYPES.get(match.group("type").lower())
     prefix = engine.fleet.vms[0].resource_id.split("/providers/")[0].lower()

@@ -51,6 +51,8 @@ class ServerOptions:
     graph_lag_s: float = 0.0         # Resource Graph rows show the events as they were this many seconds ago
     # Service principals the token endpoint knows: client id -> {"secret": ..., "token": a key of the tokens above}
     control_plane_clients: Optional[Dict[str, Dict[str, str]]] = None
+    # Managed identities: VM name -> {"system": token, <user-assigned client id>: token}, served at its IMDS root
+    control_plane_identities: Optional[Dict[str, Dict[str, str]]] = None
     certfile: str = ""               # PEM chain and key: serve HTTPS (the control plane's face is HTTPS in Azure)
     keyfile: str = ""
 
@@ -185,6 +187,14 @@ class Handler(BaseHTTPRequestHandler):
         vm_name, rest = self._split_vm(target.path)
         if vm_name is None:
             self._error(404, wire.NOT_FOUND)
+            return
+        if rest == "/metadata/identity/oauth2/token" and self.sim.options.control_plane_identities is not None:
+            if method != "GET":
+                self._send(405, wire.error_body("Method not allowed"), {"Allow": "GET"})
+                return
+            identities = {k.lower(): v for k, v in self.sim.options.control_plane_identities.items()}
+            self._send(*control_plane.identity_token(identities, vm_name, parse_qs(target.query),
+                                                     self.headers.get("Metadata")))
             return
         endpoint = {"/metadata/scheduledevents": "scheduledevents",
                     "/metadata/instance/compute": "compute",

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable, Dict, List, Optional
+import subprocess
+from typing import Any, Callable, Dict, List, Optional, Tuple
 from urllib.parse import urlsplit
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.acknowledge import (
@@ -110,8 +111,8 @@ class ControlPlaneFace:
         vm_ids = {self.host: self.vm_id}
         try:
             index = host_index(vm_ids)
-            return read_control_plane(arm_client_for(self.params()), self.options.get("subscriptions"), vm_ids, index,
-                                      self.warn)
+            return read_control_plane(arm_client_for(self.params(), run_local), self.options.get("subscriptions"),
+                                      vm_ids, index, self.warn)
         except (TaskFailed, ValueError) as exc:
             return {"failed": True, "msg": str(getattr(exc, "msg", exc)).rstrip(".")}
 
@@ -123,7 +124,7 @@ class ControlPlaneFace:
             params = self.params(scope=scope, event_ids=event_ids,
                                  api_version=self.options.get("api_version") or DEFAULT_API_VERSION)
             try:
-                result = run_acknowledge(params, TaskEdges(warn=self.warn), False, False)
+                result = run_acknowledge(params, TaskEdges(warn=self.warn, run_command=run_local), False, False)
             except TaskFailed as exc:
                 raise ImdsError("Microsoft.Maintenance did not acknowledge %s: %s" % (", ".join(event_ids), exc.msg))
             if result["unknown"]:  # never counted approved: the caller says it may or may not have been
@@ -142,6 +143,15 @@ class ControlPlaneFace:
     @staticmethod
     def _json(value: Dict[str, Any]) -> bytes:
         return json.dumps(value).encode("utf-8")
+
+
+def run_local(args: List[str]) -> Tuple[int, str, str]:
+    """A command on the controller (the Azure CLI), as AnsibleModule.run_command answers: (rc, stdout, stderr)."""
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, check=False, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return 1, "", str(exc)
+    return done.returncode, done.stdout, done.stderr
 
 
 def control_plane_edges(face: ControlPlaneFace) -> TaskEdges:

@@ -1,10 +1,12 @@
 """The control-plane modules, run by real ansible-playbook on the controller against the simulator's control-plane
-face over HTTPS (a test CA): a service principal from the environment, as azure.azcollection reads it; events read
-from Resource Graph and placed on hosts; an acknowledge that starts the event the VMs' IMDS then serves Started;
-check mode and a refused identity approve nothing."""
+face over HTTPS (a test CA): a service principal from the environment, as azure.azcollection reads it, and the
+controller's managed identity (from a simulated VM's IMDS) and the Azure CLI's login (a TEST DOUBLE of `az`, which
+is not installed here) when asked for; events read from Resource Graph and placed on hosts; an acknowledge that
+starts the event the VMs' IMDS then serves Started; check mode and a refused identity approve nothing."""
 from __future__ import annotations
 
 import json
+import os
 import ssl
 import urllib.request
 from pathlib import Path
@@ -16,6 +18,7 @@ from tests.live_fleet import LiveFleet
 from tests.modules.harness import FQCN, play
 
 CONTRIBUTOR = "Scheduled Events Contributor"
+AZ_DOUBLE = Path(__file__).resolve().parent / "azure_cli_double"
 
 
 def test_read_from_resource_graph_then_acknowledge_and_the_vms_see_it_started(tmp_path: Path) -> None:
@@ -24,7 +27,8 @@ def test_read_from_resource_graph_then_acknowledge_and_the_vms_see_it_started(tm
                       certfile=str(cert), keyfile=str(key),
                       control_plane_tokens={"t-operator": [CONTRIBUTOR], "t-reader": ["Reader"]},
                       control_plane_clients={"operator-app": {"secret": "operator-secret", "token": "t-operator"},
-                                             "reader-app": {"secret": "reader-secret", "token": "t-reader"}})
+                                             "reader-app": {"secret": "reader-secret", "token": "t-reader"}},
+                      control_plane_identities={"avset-web-vm0": {"system": "t-operator"}})
     try:
         # At time scale 10: 180 s of notice (at time scale 60, 15 s, a loaded CI machine's play outlasted it and the
         # event started by itself), Started for 180 s (past the playbook's last read)
@@ -35,6 +39,10 @@ def test_read_from_resource_graph_then_acknowledge_and_the_vms_see_it_started(tm
         acknowledge = f"{FQCN}.scheduled_events_acknowledge"
         run = play(tmp_path, None, [
             ("read", {f"{FQCN}.scheduled_events_control_plane_info": {"vm_ids": vm_ids}}),
+            ("as_identity", {f"{FQCN}.scheduled_events_control_plane_info": {"vm_ids": vm_ids, "auth_source": "msi"}}),
+            ("no_identity", {f"{FQCN}.scheduled_events_control_plane_info": {
+                "vm_ids": vm_ids, "auth_source": "msi", "client_id": "nobody"}}),
+            ("as_cli", {f"{FQCN}.scheduled_events_control_plane_info": {"vm_ids": vm_ids, "auth_source": "cli"}}),
             ("rehearse", {acknowledge: {"scope": scope, "event_ids": [event_id]}, "check_mode": True}),
             ("refused", {acknowledge: {"scope": scope, "event_ids": [event_id], "client_id": "reader-app",
                                        "secret": "reader-secret", "tenant": "contoso"}}),
@@ -43,7 +51,10 @@ def test_read_from_resource_graph_then_acknowledge_and_the_vms_see_it_started(tm
         ], urls={"controller": "unused"}, env={
             "AZURE_CLIENT_ID": "operator-app", "AZURE_SECRET": "operator-secret", "AZURE_TENANT": "contoso",
             "AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000",
-            "AZURE_CLOUD_ENVIRONMENT": fleet.sim.base_url, "REQUESTS_CA_BUNDLE": str(ca), "SSL_CERT_FILE": str(ca)})
+            "AZURE_CLOUD_ENVIRONMENT": fleet.sim.base_url, "REQUESTS_CA_BUNDLE": str(ca), "SSL_CERT_FILE": str(ca),
+            # the controller is avset-web-vm0: its IMDS serves its managed identity's token
+            "AZURE_POD_IDENTITY_AUTHORITY_HOST": fleet.url("avset-web-vm0"),
+            "PATH": f"{AZ_DOUBLE}{os.pathsep}{os.environ['PATH']}", "AZ_DOUBLE_TOKEN": "t-operator"})
         request = urllib.request.Request(fleet.url(fleet.vms[1]) + "/metadata/scheduledevents?api-version=2020-07-01",
                                          headers={"Metadata": "true"})
         with urllib.request.urlopen(request, timeout=10, context=ssl.create_default_context(cafile=str(ca))) as got:
@@ -57,6 +68,11 @@ def test_read_from_resource_graph_then_acknowledge_and_the_vms_see_it_started(tm
     assert event["event_id"] == event_id and event["event_status"] == "Scheduled" and event["source"] == "resource_graph"
     assert read["hosts"] == {"web0": [event_id], "web1": [event_id]} and read["unmapped"] == {} == read["ambiguous"]
     assert event["scope"].endswith("/providers/Microsoft.Compute/availabilitySets/avset-web")
+    for source in ("as_identity", "as_cli"):
+        assert run.of("controller", source)["hosts"] == read["hosts"], json.dumps(run.of("controller", source))[:600]
+    no_identity = run.of("controller", "no_identity")
+    assert no_identity["failed"] and no_identity["msg"] == \
+        "The managed identity nobody gave no token (HTTP 400: Identity not found).", no_identity
     rehearsal = run.of("controller", "rehearse")
     assert rehearsal["changed"] and rehearsal["would_approve"] == [event_id] and rehearsal["approved"] == []
     refused = run.of("controller", "refused")

@@ -164,3 +164,15 @@ def test_resource_graph_lags_as_asked_and_the_face_is_off_unless_asked_for() -> 
     finally:
         lagging.close()
         plain.close()
+
+
+def test_a_vms_managed_identity_answers_only_with_the_metadata_header_and_for_an_identity_it_has() -> None:
+    from imds_simulator.control_plane import identity_token
+    identities = {"vm0": {"system": "t-sys", "app-2": "t-user"}}
+    query = {"api-version": ["2018-02-01"], "resource": ["https://management.azure.com/"]}
+    assert identity_token(identities, "vm0", query, "true")[1]["access_token"] == "t-sys"
+    assert identity_token(identities, "vm0", dict(query, client_id=["app-2"]), "true")[1]["access_token"] == "t-user"
+    assert identity_token(identities, "vm0", query, None) == (
+        400, {"error": "invalid_request", "error_description": "Required metadata header not specified"})
+    assert identity_token(identities, "vm1", query, "true")[1]["error_description"] == "Identity not found"
+    assert identity_token(identities, "vm0", dict(query, resource=["http://plain"]), "true")[0] == 400

@@ -6,8 +6,8 @@
 The same option names and environment variables (AZURE_CLIENT_ID, AZURE_SECRET, AZURE_TENANT,
 AZURE_SUBSCRIPTION_ID, AZURE_PROFILE, AZURE_CLOUD_ENVIRONMENT, ANSIBLE_AZURE_AUTH_SOURCE) and the same profile file
 (~/.azure/credentials), in the same order for auth_source auto: the task's options, then the environment, then the
-profile. A service principal (client id, secret, tenant) is what these tasks use; azure.azcollection's cli and msi
-sources are not offered yet, and saying so is one sentence, never a silent fallback.
+profile, then the Azure CLI's login. `msi` (the controller's managed identity, from its IMDS; `client_id` names a
+user-assigned one) is used only when asked for, as there. What each source needs and lacks is one sentence.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,7 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 AUTH_ARGUMENT_SPEC = dict(
-    auth_source=dict(type="str", default="auto", choices=["auto", "env", "credential_file"]),
+    auth_source=dict(type="str", default="auto", choices=["auto", "env", "credential_file", "cli", "msi"]),
     subscription_id=dict(type="str"),
     client_id=dict(type="str"),
     secret=dict(type="str", no_log=True),
@@ -40,17 +40,19 @@ class AuthError(ValueError):
 
 
 def resolve_credentials(params, environ, read_profile):
-    """-> {client_id, secret, tenant, subscription_id, cloud_environment, source}.
+    """-> {kind, client_id, secret, tenant, subscription_id, cloud_environment, source}; `kind` is
+    service_principal, cli (the token and, unless given, the subscription come from `az`) or msi.
 
     `read_profile(name)` returns the profile's settings from ~/.azure/credentials ({} when the file or the
     profile is missing)."""
     source = environ.get("ANSIBLE_AZURE_AUTH_SOURCE") if params.get("auth_source", "auto") == "auto" \
         and environ.get("ANSIBLE_AZURE_AUTH_SOURCE") else params.get("auth_source", "auto")
-    if source not in ("auto", "env", "credential_file"):
-        raise AuthError("auth_source %s is not offered by the control-plane tasks yet; use a service principal "
-                        "(auto, env or credential_file)." % source)
+    if source not in ("auto", "env", "credential_file", "cli", "msi"):
+        raise AuthError("auth_source %s is none of auto, env, credential_file, cli and msi." % source)
+    if source == "msi":
+        return _identity(params, environ, "msi", "the managed identity")
     places = {"auto": ("options", "environment", "profile"), "env": ("environment",),
-              "credential_file": ("profile",)}[source]
+              "credential_file": ("profile",), "cli": ()}[source]
     readers = {"options": ("the task's options", lambda: params),
                "environment": ("the environment", lambda: _from_environment(environ)),
                "profile": ("~/.azure/credentials", lambda: read_profile(_profile_name(params, environ)))}
@@ -64,8 +66,23 @@ def resolve_credentials(params, environ, read_profile):
             raise AuthError("%s give %s but not %s: give all three there, or none." % (
                 where[0].upper() + where[1:], " and ".join(given),
                 " and ".join(n for n in SERVICE_PRINCIPAL if n not in given)))
+    if source in ("auto", "cli"):  # azure.azcollection's last resort: whoever `az login` left logged in
+        return _identity(params, environ, "cli", "the Azure CLI")
     looked = ", ".join(readers[place][0] for place in places)
     raise AuthError("No service principal found (client_id, secret and tenant) in %s." % looked)
+
+
+def _identity(params, environ, kind, where):
+    """A token from the controller's managed identity or the Azure CLI: no secret here. The managed identity needs
+    the subscription named (it may reach several); the CLI's default subscription serves when none is."""
+    subscription = params.get("subscription_id") or environ.get(ENVIRONMENT["subscription_id"])
+    if kind == "msi" and not subscription:
+        raise AuthError("No subscription_id for the managed identity: give it as an option or in "
+                        "AZURE_SUBSCRIPTION_ID.")
+    cloud = _cloud(params, environ, {})
+    # msi: a user-assigned identity's client id (the option only: AZURE_CLIENT_ID names a principal's application)
+    return {"kind": kind, "client_id": params.get("client_id") if kind == "msi" else None, "secret": None,
+            "tenant": None, "subscription_id": subscription, "cloud_environment": cloud, "source": where}
 
 
 def _credentials(settings, params, environ, where):
@@ -73,16 +90,20 @@ def _credentials(settings, params, environ, where):
         or environ.get(ENVIRONMENT["subscription_id"])
     if not subscription:
         raise AuthError("No subscription_id: give it as an option or in AZURE_SUBSCRIPTION_ID.")
-    # An option set to other than its default, then the environment, then the profile (the option's default,
-    # AzureCloud, must not hide AZURE_CLOUD_ENVIRONMENT)
+    return {"kind": "service_principal", "client_id": settings["client_id"], "secret": settings["secret"],
+            "tenant": settings["tenant"], "subscription_id": subscription,
+            "cloud_environment": _cloud(params, environ, settings if settings is not params else {}), "source": where}
+
+
+def _cloud(params, environ, profile):
+    """An option set to other than its default, then the environment, then the profile (the option's default,
+    AzureCloud, must not hide AZURE_CLOUD_ENVIRONMENT)."""
     given = params.get("cloud_environment") if params.get("cloud_environment") != "AzureCloud" else None
-    cloud = given or environ.get(ENVIRONMENT["cloud_environment"]) or \
-        (settings.get("cloud_environment") if settings is not params else None) or "AzureCloud"
+    cloud = given or environ.get(ENVIRONMENT["cloud_environment"]) or profile.get("cloud_environment") or "AzureCloud"
     if cloud not in CLOUDS and not cloud.startswith("https://"):
         raise AuthError("cloud_environment %s is neither one of %s nor an https:// Resource Manager URL."
                         % (cloud, ", ".join(sorted(CLOUDS))))
-    return {"client_id": settings["client_id"], "secret": settings["secret"], "tenant": settings["tenant"],
-            "subscription_id": subscription, "cloud_environment": cloud, "source": where}
+    return cloud
 
 
 def _from_environment(environ):

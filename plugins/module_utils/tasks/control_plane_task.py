@@ -71,7 +71,7 @@ def run_control_plane_info(params, edges, check_mode, diff_mode):
         index = host_index(params["vm_ids"])  # a bad host identity fails before anything is sent
     except HostMapError as exc:
         raise TaskFailed(str(exc))
-    client = arm_client_for(params)
+    client = arm_client_for(params, edges.run_command)
     warnings = []  # each read's own: only the last one's are told
 
     def read():
@@ -103,7 +103,10 @@ def read_catching_up(read, notified, seconds, sleep=time.sleep, clock=time.monot
 
 def read_control_plane(client, subscriptions, vm_ids, index, warn):
     """One Resource Graph read, its events placed on the hosts of `vm_ids` (graph_read.py)."""
-    subscriptions = subscriptions or [client.credentials["subscription_id"]]
+    try:
+        subscriptions = subscriptions or [client.subscription_id()]  # the Azure CLI's: known with its token
+    except ArmError as exc:
+        raise TaskFailed(str(exc))
     read_at = iso_utc(utc_now())
     status, answer = _post(client, GRAPH_PATH, {"subscriptions": subscriptions, "query": GRAPH_QUERY})
     if status != 200 or not isinstance(answer, dict) or not isinstance(answer.get("data"), list):
@@ -121,7 +124,7 @@ def run_acknowledge(params, edges, check_mode, diff_mode):
     if check_mode:
         result["would_approve"] = list(params["event_ids"])
         return result
-    status, answer = _post(arm_client_for(params), request["path"], request["body"])
+    status, answer = _post(arm_client_for(params, edges.run_command), request["path"], request["body"])
     outcome = acknowledge_outcome(status, answer, params["event_ids"])
     result.update(changed=bool(outcome["approved"]), approved=outcome["approved"], gone=outcome["gone"],
                   refused=outcome["refused"], unknown=outcome["unknown"], status=status)
@@ -133,14 +136,14 @@ def run_acknowledge(params, edges, check_mode, diff_mode):
     return result
 
 
-def arm_client_for(params):
+def arm_client_for(params, run_command=None):
     """An ArmClient for the auth options in `params` (absent ones from the environment or profile, as
     azure.azcollection reads them); raises TaskFailed in one sentence."""
     try:
         credentials = resolve_credentials(params, os.environ, _read_profile)
     except AuthError as exc:
         raise TaskFailed(str(exc))
-    return ArmClient(credentials, timeout=params["timeout"])
+    return ArmClient(credentials, timeout=params["timeout"], run_command=run_command)
 
 
 def _post(client, path, body):

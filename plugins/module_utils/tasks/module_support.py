@@ -15,7 +15,7 @@ __metaclass__ = type
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.cycle_lock import (
     DELETE,
@@ -77,6 +77,9 @@ class TaskEdges:
     update_lock: Optional[Callable[..., Any]] = None
     # write_text(path, text): replace the file atomically (its folder created); None where a task writes nothing
     write_text: Optional[Callable[[str, str], None]] = None
+    # run_command(args) -> (rc, stdout, stderr) on the machine the task runs on (AnsibleModule.run_command's);
+    # the control-plane tasks run the Azure CLI with it
+    run_command: Optional[Callable[[List[str]], Tuple[int, str, str]]] = None
 
 
 def utc_now():
@@ -190,7 +193,7 @@ def _owns(text, owner):
 
 def run_module(module, run, edges_kwargs=None):
     """Run `run(params, edges, check_mode, diff_mode)` inside an AnsibleModule and exit with its result."""
-    edges = TaskEdges(warn=module.warn, **(edges_kwargs or {}))
+    edges = TaskEdges(warn=module.warn, **dict(dict(run_command=module.run_command), **(edges_kwargs or {})))
     try:
         result = run(module.params, edges, module.check_mode, module._diff)
     except TaskFailed as exc:

@@ -15,6 +15,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane_task import (
     acknowledge_argument_spec,
     arm_client_for,
+    read_control_plane,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import TaskFailed
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.control_plane_host import (
@@ -71,10 +72,12 @@ def test_the_acknowledge_options_are_complete_so_missing_credentials_fail_in_one
     for name in ("AZURE_CLIENT_ID", "AZURE_SECRET", "AZURE_TENANT", "AZURE_SUBSCRIPTION_ID", "AZURE_PROFILE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", "/nonexistent")
+    monkeypatch.setenv("PATH", "/nonexistent")  # no Azure CLI to fall back to
     params = ControlPlaneFace.params(scope="x")
     assert set(acknowledge_argument_spec()) <= set(params)  # a missing one was a KeyError, not a sentence
-    with pytest.raises(TaskFailed, match="service principal"):
-        arm_client_for(params)
+    with pytest.raises(TaskFailed, match=r"^No service principal was given and the Azure CLI \(az\) is not "
+                                         r"installed here: give one, or log in with az login\.$"):
+        read_control_plane(arm_client_for(params), None, {}, {}, lambda text: None)
 
 
 @pytest.mark.parametrize("options, cause", [

@@ -39,14 +39,32 @@ def test_an_auth_source_looks_only_there() -> None:
                                lambda name: PROFILE)["source"] == "~/.azure/credentials"
 
 
+def test_without_a_principal_auto_falls_back_to_the_azure_cli_and_msi_is_used_only_when_asked() -> None:
+    cli = resolve_credentials(NOTHING, {}, lambda name: {})
+    assert (cli["kind"], cli["subscription_id"], cli["source"]) == ("cli", None, "the Azure CLI"), \
+        "the CLI's default subscription, found when its token is taken"
+    assert resolve_credentials(dict(OPTIONS, auth_source="cli"), {}, lambda name: PROFILE)["kind"] == "cli", \
+        "asked for, the CLI even beside a principal"
+    assert resolve_credentials(OPTIONS, ENVIRONMENT, lambda name: PROFILE)["kind"] == "service_principal"
+    msi = resolve_credentials(dict(NOTHING, auth_source="msi", client_id="user-assigned"),
+                              {"AZURE_SUBSCRIPTION_ID": "sub", "AZURE_CLIENT_ID": "a-principal"}, lambda name: {})
+    assert (msi["kind"], msi["client_id"], msi["subscription_id"], msi["secret"]) == ("msi", "user-assigned", "sub", None)
+    system = resolve_credentials(NOTHING, {"ANSIBLE_AZURE_AUTH_SOURCE": "msi", "AZURE_SUBSCRIPTION_ID": "sub",
+                                           "AZURE_CLIENT_ID": "a-principal"}, lambda name: {})
+    assert system["client_id"] is None, "AZURE_CLIENT_ID names a principal's application, not an identity"
+
+
 @pytest.mark.parametrize("params, environ, sentence", [
-    (NOTHING, {}, "No service principal found (client_id, secret and tenant) in the task's options, the environment, "
-                  "~/.azure/credentials."),
+    (dict(NOTHING, auth_source="env"), {}, "No service principal found (client_id, secret and tenant) in the "
+                                           "environment."),
+    (dict(NOTHING, auth_source="msi"), {}, "No subscription_id for the managed identity: give it as an option or in "
+                                           "AZURE_SUBSCRIPTION_ID."),
+    (NOTHING, {"ANSIBLE_AZURE_AUTH_SOURCE": "kerberos"}, "auth_source kerberos is none of auto, env, "
+                                                         "credential_file, cli and msi."),
     (dict(OPTIONS, subscription_id=None), {}, "No subscription_id: give it as an option or in AZURE_SUBSCRIPTION_ID."),
     (dict(OPTIONS, cloud_environment="http://plain"), {}, "cloud_environment http://plain is neither one of "
                                                           "AzureChinaCloud, AzureCloud, AzureUSGovernment nor an "
                                                           "https:// Resource Manager URL."),
-    (OPTIONS, {"ANSIBLE_AZURE_AUTH_SOURCE": "msi"}, "auth_source msi is not offered by the control-plane tasks yet"),
     (dict(NOTHING, client_id="reader-app", secret="s", subscription_id="sub"), ENVIRONMENT,
      "The task's options give client_id and secret but not tenant: give all three there, or none."),
 ])
