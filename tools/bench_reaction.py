@@ -58,7 +58,7 @@ sys.path.insert(0, str(REPO))
 
 from imds_simulator import control_plane  # noqa: E402
 from imds_simulator.fleet import FleetSpec  # noqa: E402
-from tests.integration.runner import FILES, CycleBench  # noqa: E402
+from tests.integration.runner import CycleBench  # noqa: E402
 from tests.live_fleet import LiveFleet  # noqa: E402
 from tests import timing  # noqa: E402
 from tools.report import write_section  # noqa: E402
@@ -66,6 +66,7 @@ from tools.soak import epoch, percentile  # noqa: E402
 from tools.relay_fleet import RelayFleet, environment, kill_tree, tree_cpu  # noqa: E402
 from tests.history.history_helpers import capture_env  # noqa: E402
 from tests.certificates import certificate_chain  # noqa: E402
+from tests.eda.rulebook_setup import event_grid_env, event_grid_files  # noqa: E402
 
 WORK = REPO / "build" / "bench-reaction"
 REPORT = REPO / "docs" / "benchmarks.md"
@@ -401,9 +402,6 @@ def run_control_plane(size: int, events: int, lag_s: float, period_s: float) -> 
         fleet.close()
 
 
-SERVICE_BUS_DOUBLE = REPO / "tests" / "eda" / "service_bus_double"
-
-
 def run_event_grid(size: int, events: int, lag_s: float, delivery_s: float, collections: Path) -> Result:
     """The Event Grid rulebook over control-plane hosts: each status change of an event delivered `delivery_s`
     after it happens (Event Grid and Service Bus; an assumption: Azure publishes no figure), through the TEST
@@ -412,15 +410,8 @@ def run_event_grid(size: int, events: int, lag_s: float, delivery_s: float, coll
     acknowledge; the one-vm mix as the watch's stream."""
     work = WORK / f"event-grid-{size}"
     fleet, bench, env = control_plane_fleet(work, size, lag_s)
-    (work / "inventory").mkdir()
-    (work / "inventory" / "hosts.json").write_text(bench.inventory.read_text())
-    (work / "vm_ids.yml").write_text(json.dumps({vm.name: vm.resource_id for vm in fleet.engine.fleet.vms}))
-    queue = work / "queue.jsonl"
-    queue.write_text("")
-    (work / "rulebook_vars.yml").write_text(json.dumps({
-        "service_bus_connection_string": f"file://{queue}", "service_bus_queue": "scheduled-events",
-        "prepare_tasks": str(FILES / "prepare_log.yml"), "recover_tasks": str(FILES / "recover_log.yml")}))
-    env.update(ANSIBLE_COLLECTIONS_PATH=f"{SERVICE_BUS_DOUBLE}{os.pathsep}{collections}", ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
+    queue = event_grid_files(work, bench.inventory, {vm.name: vm.resource_id for vm in fleet.engine.fleet.vms})
+    env.update(event_grid_env(collections),
                PYTHONUNBUFFERED="1", ANSIBLE_LOCAL_TEMP=str(work / "ansible-tmp"), HOME=str(work))
     command = [str(Path(sys.executable).parent / "ansible-rulebook"), "-r",
                "azure_imds.scheduled_events.scheduled_events_event_grid", "-i", "inventory/", "--vars",

@@ -54,3 +54,27 @@ class RulebookSetup:
         return subprocess.Popen([str(BIN / "ansible-rulebook"), "-r", "azure_imds.scheduled_events.scheduled_events",
                                  "-i", str(inventory), "--vars", str(self.vars_file)], cwd=self.work, env=self.env,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+SERVICE_BUS_DOUBLE = Path(__file__).resolve().parent / "service_bus_double"  # azure_service_bus's TEST DOUBLE
+
+
+def event_grid_files(work: Path, inventory: Path, vm_ids: Dict[str, str]) -> Path:
+    """In `work`, what docs/event-driven.md has the Event Grid rulebook run from: the inventory as a directory,
+    vm_ids.yml, and rulebook_vars.yml (the test's prepare/recover log tasks) whose Service Bus connection string
+    names the double's queue file; -> that queue file, one Event Grid delivery per line."""
+    (work / "inventory").mkdir()
+    (work / "inventory" / "hosts.json").write_text(inventory.read_text())
+    (work / "vm_ids.yml").write_text(yaml.safe_dump(vm_ids))
+    queue = work / "queue.jsonl"
+    queue.write_text("")
+    (work / "rulebook_vars.yml").write_text(yaml.safe_dump({
+        "service_bus_connection_string": f"file://{queue}", "service_bus_queue": "scheduled-events",
+        "prepare_tasks": str(FILES / "prepare_log.yml"), "recover_tasks": str(FILES / "recover_log.yml")}))
+    return queue
+
+
+def event_grid_env(collections: Path) -> Dict[str, str]:
+    """Only the double and the collection: the real azure.azcollection in site-packages would come first."""
+    return {"ANSIBLE_COLLECTIONS_PATH": f"{SERVICE_BUS_DOUBLE}{os.pathsep}{collections}",
+            "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "false"}

@@ -14,20 +14,18 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
-
 from imds_simulator import control_plane
 from imds_simulator.control_plane import CONTRIBUTOR
 from imds_simulator.fleet import FleetSpec
 from tests.conftest import COLLECTIONS_PATH
 from tests.certificates import certificate_chain
-from tests.integration.runner import FILES, CycleBench
+from tests.eda.rulebook_setup import event_grid_env, event_grid_files
+from tests.integration.runner import CycleBench
 from tests.live_fleet import LiveFleet
 from tests.timing import wait_for
 from tools.relay_fleet import kill_tree
 
 BIN = Path(sys.executable).parent
-DOUBLE = Path(__file__).resolve().parent / "service_bus_double"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "event-driven.md"
 
 
@@ -49,17 +47,8 @@ def test_a_notification_through_service_bus_starts_a_cycle_on_the_vms_it_lists(t
                       control_plane_clients={"eda-app": {"secret": "eda-secret", "token": "t-eda"}})
     vms = fleet.vms
     bench = CycleBench(fleet, tmp_path, control_plane=vms)
-    (tmp_path / "inventory").mkdir()
-    (tmp_path / "inventory" / "hosts.json").write_text(bench.inventory.read_text())
-    (tmp_path / "vm_ids.yml").write_text(yaml.safe_dump({vm.name: vm.resource_id for vm in fleet.engine.fleet.vms}))
-    queue = tmp_path / "queue.jsonl"
-    queue.write_text("")
-    (tmp_path / "rulebook_vars.yml").write_text(yaml.safe_dump({
-        "service_bus_connection_string": f"file://{queue}", "service_bus_queue": "scheduled-events",
-        "prepare_tasks": str(FILES / "prepare_log.yml"), "recover_tasks": str(FILES / "recover_log.yml")}))
-    # Only the double and the collection: the real azure.azcollection in site-packages would come first
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=f"{DOUBLE}{os.pathsep}{COLLECTIONS_PATH}", HOME=str(tmp_path),
-               ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
+    queue = event_grid_files(tmp_path, bench.inventory, {vm.name: vm.resource_id for vm in fleet.engine.fleet.vms})
+    env = dict(os.environ, **event_grid_env(COLLECTIONS_PATH), HOME=str(tmp_path),
                PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", ANSIBLE_NOCOLOR="1", PYTHONUNBUFFERED="1",
                ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), AZURE_CLIENT_ID="eda-app", AZURE_SECRET="eda-secret",
                AZURE_TENANT="contoso", AZURE_SUBSCRIPTION_ID=fleet.engine.fleet.vms[0].resource_id.split("/")[2],
