@@ -38,8 +38,6 @@ TESTED_ELSEWHERE: Dict[str, Tuple[str, List[str]]] = {
     "module_utils/tasks/module_support.py": ("module_support", ["tests/unit/plugins/module_utils/tasks/test_info_task.py"]),
     "module_utils/tasks/state_file.py": ("scheduled_events_state", ["tests/unit/plugins/modules/test_scheduled_events_state.py"]),
     "module_utils/tasks/state_reader.py": ("state_path", ["tests/unit/plugins/modules/test_scheduled_events_info.py"]),
-    "module_utils/control_plane/arm_client.py": ("scheduled_events_control_plane_info",
-                                                 ["tests/integration/test_control_plane_modules.py"]),
     "modules/scheduled_events_acknowledge.py": ("scheduled_events_acknowledge",
                                                 ["tests/integration/test_control_plane_modules.py"]),
     "modules/scheduled_events_control_plane_info.py": ("scheduled_events_control_plane_info",

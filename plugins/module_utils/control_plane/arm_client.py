@@ -111,11 +111,11 @@ class ArmClient(object):
         if self.credentials.get("subscription_id"):
             command += ["--subscription", self.credentials["subscription_id"]]
         if shutil.which("az") is None or self._run_command is None:
-            raise ArmError("No service principal was given and the Azure CLI (az) is not installed here: give one, "
-                           "or log in with az login.")
+            raise ArmError("There is no service principal to log in as, and no Azure CLI (az) here: give a service "
+                           "principal, or install az and run az login.")
         rc, out, err = self._run_command(command)
         try:
-            answer = json.loads(out)
+            answer = json.loads(out or "")
         except ValueError:
             answer = None
         if rc != 0 or not isinstance(answer, dict) or not answer.get("accessToken"):

@@ -75,8 +75,8 @@ def test_the_acknowledge_options_are_complete_so_missing_credentials_fail_in_one
     monkeypatch.setenv("PATH", "/nonexistent")  # no Azure CLI to fall back to
     params = ControlPlaneFace.params(scope="x")
     assert set(acknowledge_argument_spec()) <= set(params)  # a missing one was a KeyError, not a sentence
-    with pytest.raises(TaskFailed, match=r"^No service principal was given and the Azure CLI \(az\) is not "
-                                         r"installed here: give one, or log in with az login\.$"):
+    with pytest.raises(TaskFailed, match=r"^There is no service principal to log in as, and no Azure CLI \(az\) "
+                                         r"here: give a service principal, or install az and run az login\.$"):
         read_control_plane(arm_client_for(params), None, {}, {}, lambda text: None)
 
 
