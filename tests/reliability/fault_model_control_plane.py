@@ -13,8 +13,8 @@ IMDS as in fault_model.py; the judges are the same ledger and engine record. On 
 event_grid_run drives the same fleet from Event Grid instead of a schedule (the scheduled_events_event_grid
 rulebook): each status change delivered after a drawn delay (so a Completed may come before its Started), some
 delivered twice, some never (the faulty runs), each through the event_grid_hosts filter's own functions (a repeat
-starts nothing) into a cycle on the hosts it lists, whose Resource Graph read waits until it shows the notified
-event (graph_read.lags_behind, as scheduled_events_control_plane_info does); a cycle over every host every
+starts nothing) into a cycle on every expected host, whose Resource Graph read waits until it shows the notified
+event (control_plane_task.read_catching_up, the module's own wait); a cycle over every host every
 FALLBACK_S, as the docs ask, catches what was never delivered.
 """
 from __future__ import annotations
@@ -25,10 +25,7 @@ from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any, Dict, List, Optional, Set
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.graph_read import (
-    lags_behind,
-    read_of_rows,
-)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.graph_read import read_of_rows
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_map import host_index
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.imds_face import (
     ControlPlaneBlind,
@@ -50,6 +47,10 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.docume
     compute_facts,
     iso_utc,
     parse_document,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane_task import (
+    info_argument_spec,
+    read_catching_up,
 )
 from imds_simulator.control_plane import deliveries, graph_rows
 from tests.reliability.fault_model import FAULTS, Cycle, FleetRun, Faults, fleet_run
@@ -176,10 +177,16 @@ def control_plane_run(seed: int, faults: Faults, back: float, period_s: int, hou
 
 
 DELIVERY_S = (1.0, 90.0)  # Event Grid and Service Bus: a delivery's delay, drawn (an assumption; none published)
-WAIT_S, READ_AGAIN_S = 90.0, 5.0  # the role's wait for Resource Graph to show the notified event
 FALLBACK_S = 900  # a scheduled cycle over every host besides the rulebook, as docs/control-plane.md asks
 STEP_S = 10  # how often the model's queue is looked at
 EVENT_GRID_FAULTS = {"none": (0.0, 0.0), "everything fails sometimes": (0.05, 0.05)}  # (missed, delivered twice)
+
+
+WAIT_S = info_argument_spec()["wait_seconds"]["default"]  # the module's wait for Resource Graph to catch up
+
+
+class _ReadFailed(Exception):
+    """A failed Resource Graph read inside the wait (the module raises TaskFailed there)."""
 
 
 @dataclass
@@ -193,15 +200,24 @@ class EventGridRun(ControlPlaneRun):
     waits: int = 0  # reads taken again because Resource Graph did not show the notified event yet
 
     def first_read(self, cycle: Cycle) -> Dict[str, Any]:
-        read = super().first_read(cycle)
-        waited = 0.0
-        while not read.get("failed") and lags_behind(read, self.notified.get(cycle.owner)) \
-                and waited + READ_AGAIN_S <= WAIT_S:
-            self.now += timedelta(seconds=READ_AGAIN_S)
-            waited += READ_AGAIN_S
+        """scheduled_events_control_plane_info's own wait (read_catching_up), on the model's clock; a failed read
+        ends it, as the module's TaskFailed does."""
+        begun = self.now
+
+        def read() -> Dict[str, Any]:
+            got = ControlPlaneRun.first_read(self, cycle)
+            if got.get("failed"):
+                raise _ReadFailed(got)
+            return got
+
+        def sleep(seconds: float) -> None:
+            self.now += timedelta(seconds=seconds)
             self.waits += 1
-            read = super().first_read(cycle)
-        return read
+        try:
+            return read_catching_up(read, self.notified.get(cycle.owner), WAIT_S, sleep=sleep,
+                                    clock=lambda: (self.now - begun).total_seconds())
+        except _ReadFailed as failed:
+            return failed.args[0]
 
     def due(self) -> List[Dict[str, Any]]:
         """The deliveries whose time has come, in the order they come: each status change once it happened, after

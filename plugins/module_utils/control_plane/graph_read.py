@@ -13,7 +13,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.event_view import fold
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.event_view import (
+    event_key,
+    fold,
+    status_rank,
+)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_map import hosts_of
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.notifications import (
     SightingError,
@@ -57,9 +61,6 @@ def read_of_rows(rows, read_at, subscriptions, vm_ids, index, warn):
             "ended": ended, "read_at": read_at, "subscriptions": list(subscriptions), "vm_ids": dict(vm_ids)}
 
 
-_STATUS_ORDER = {"Scheduled": 0, "Started": 1, "Completed": 2, "Canceled": 2}
-
-
 def lags_behind(read, notified):
     """Whether the read shows an older moment than a notification (an Event Grid delivery's {"event_id",
     "event_status"}, or None): the event is not in the read at all, or at an earlier status. A cycle an Event Grid
@@ -69,6 +70,5 @@ def lags_behind(read, notified):
     event_id = str((notified or {}).get("event_id") or "")
     if not event_id:
         return False
-    wanted = _STATUS_ORDER.get((notified or {}).get("event_status"), 0)
-    shown = [e for e in read["events"] if e["event_id"].lower() == event_id.lower()]
-    return not shown or max(_STATUS_ORDER.get(e["event_status"], 0) for e in shown) < wanted
+    shown = [status_rank(e["event_status"]) for e in read["events"] if event_key(e["event_id"]) == event_key(event_id)]
+    return not shown or max(shown) < status_rank((notified or {}).get("event_status"))

@@ -193,7 +193,9 @@ def _owns(text, owner):
 
 def run_module(module, run, edges_kwargs=None):
     """Run `run(params, edges, check_mode, diff_mode)` inside an AnsibleModule and exit with its result."""
-    edges = TaskEdges(warn=module.warn, **dict(dict(run_command=module.run_command), **(edges_kwargs or {})))
+    given = dict(run_command=module.run_command)
+    given.update(edges_kwargs or {})
+    edges = TaskEdges(warn=module.warn, **given)
     try:
         result = run(module.params, edges, module.check_mode, module._diff)
     except TaskFailed as exc:
