@@ -50,10 +50,9 @@ def pytest_unconfigure(config: object) -> None:
 # the relay role's two installs began last, 18 minutes into a 2-core make test, and ran alone for 5 minutes more
 # (before its code became one archive).
 STARTED_FIRST = (
-    "tests/integration/test_cycle.py::test_watch_walks_three_fault_domains_safely",
+    "tests/integration/test_cycle.py::test_watch_walks_three_fault_domains_safely_keeping_hosts_that_miss_a_round",
     "tests/test_lint.py::test_the_production_profile_passes",
     "tests/analysis/test_sample_and_benchmark.py::test_the_month_benchmark_measures_every_step_on_day_files",
-    "tests/integration/test_cycle.py::test_watch_keeps_hosts_that_miss_a_round_and_ends_failed_naming_them",
     "tests/integration/test_safety_regressions.py::test_a_short_freeze_over_a_pending_reboot_does_not_undo_the_reboots_drain",
     "tests/eda/test_rulebook.py::test_relays_and_the_rulebook_prepare_approve_and_recover_and_a_forged_push_approves_nothing",
     "tests/relay/test_event_relay_role.py::test_install_again_check_remove_and_the_installed_relay_runs",
