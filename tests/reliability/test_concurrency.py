@@ -16,7 +16,7 @@ import pytest
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.cycle_lock import lock_text
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import load_state
 from tests.integration.runner import CycleBench, PlaybookRun
-from tests.live_fleet import LiveFleet
+from tests.live_fleet import SMALL_SET, LiveFleet
 from tests.history.history_helpers import capture_env, read_history
 
 HELD = "another maintenance run holds this VM"
@@ -25,7 +25,7 @@ HELD = "another maintenance run holds this VM"
 @pytest.fixture
 def bench(tmp_path: Path) -> Iterator[CycleBench]:
     """Platform maintenance at time scale 10: the 15-minute notice lasts 90 s, longer than these runs."""
-    fleet = LiveFleet("platform-maintenance", time_scale=10.0, seed=3)
+    fleet = LiveFleet("platform-maintenance", time_scale=10.0, seed=3, fleet=SMALL_SET)
     fleet.wait_for_events(timeout=10.0)
     yield CycleBench(fleet, tmp_path)
     fleet.close()
