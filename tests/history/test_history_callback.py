@@ -270,14 +270,15 @@ def test_documentation_names_the_options_and_defaults() -> None:
 def test_two_concurrent_runs_share_one_file_without_corruption(tmp_path: Path, fleet: LiveFleet) -> None:
     path = tmp_path / "history.jsonl"
     runs: Dict[str, Any] = {}
+    hosts = fleet.vms[:3]
 
     def one(tag: str) -> None:
         workdir = tmp_path / tag
         workdir.mkdir()
-        # Four reads per host and run: 48 lines from 12 writers at once (the appender's own test races six
+        # Four reads per host and run: 24 lines from 6 writers at once (the appender's own test races six
         # processes over 1,200 lines, some of 70 kB: tests/unit/plugins/module_utils/observation/test_history_file.py).
         task = dict(info(resource_name="{{ inventory_hostname }}-%s" % tag), loop=list(range(4)))
-        runs[tag] = play(workdir, fleet, [("read", task)], env=capture_env(path, ANSIBLE_FORKS="6"))
+        runs[tag] = play(workdir, fleet, [("read", task)], hosts=hosts, env=capture_env(path, ANSIBLE_FORKS="3"))
 
     threads = [threading.Thread(target=one, args=(tag,)) for tag in ("a", "b")]
     for thread in threads:
@@ -287,13 +288,13 @@ def test_two_concurrent_runs_share_one_file_without_corruption(tmp_path: Path, f
     assert runs["a"].returncode == 0 and runs["b"].returncode == 0, runs["a"].stdout + runs["b"].stdout
     history = read_history(path)
     assert history.bad_lines == [] and history.ends_with_newline
-    assert len(history.records) == 2 * 6 * 4
+    assert len(history.records) == 2 * 3 * 4
     assert_valid(history)
     tags = [r["vm"]["name"].rsplit("-", 1)[1] for r in history.records]
-    assert tags.count("a") == tags.count("b") == 24
+    assert tags.count("a") == tags.count("b") == 12
     switches = sum(1 for x, y in zip(tags, tags[1:]) if x != y)
     assert switches >= 2, "the two runs did not overlap, so this test proved nothing"
-    for vm in fleet.vms:
+    for vm in hosts:
         assert len(history.of_host(vm)) == 8
 
 
