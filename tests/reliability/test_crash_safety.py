@@ -10,14 +10,14 @@ from pathlib import Path
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import load_state
 from tests.integration.runner import CycleBench
-from tests.live_fleet import LiveFleet
+from tests.live_fleet import SMALL_SET, LiveFleet
 from tests.history.history_helpers import capture_env, read_history
 from tests.processes import kill_leftovers
 
 
 def test_sigkill_at_random_points_leaves_old_or_new_state_and_a_readable_history(tmp_path: Path) -> None:
     # Time scale 10: the 15-minute notices (90 s) outlast the killed runs and the final one.
-    fleet = LiveFleet("platform-maintenance", time_scale=10.0, seed=5)
+    fleet = LiveFleet("platform-maintenance", time_scale=10.0, seed=5, fleet=SMALL_SET)
     rng = random.Random(20261122)
     history = tmp_path / "history.jsonl"
     try:
