@@ -22,7 +22,7 @@ import yaml
 import event_analysis as ea
 from event_analysis.loading.awx import load_awx_job, load_runner_artifacts, runner_job_events
 from tests.conftest import COLLECTIONS_PATH
-from tests.live_fleet import LiveFleet
+from tests.live_fleet import SMALL_SET, LiveFleet
 
 # Module-scoped fixtures: one xdist worker runs this file (`--dist loadgroup`), so they are built once.
 pytestmark = pytest.mark.xdist_group("awx-runner")
@@ -76,7 +76,7 @@ class RunnerJob:
 def new_job(root: Path) -> RunnerJob:
     # Time scale 10: a 15-minute notice lasts 90 s, so a job slowed by a loaded machine still plans well before
     # NotBefore is near (prepare_anyway_seconds below), when the event would be left to NotBefore.
-    fleet = LiveFleet("platform-maintenance", time_scale=10.0, seed=3)
+    fleet = LiveFleet("platform-maintenance", time_scale=10.0, seed=3, fleet=SMALL_SET)
     fleet.wait_for_events(timeout=10.0)
     return RunnerJob(root, fleet)
 
