@@ -105,8 +105,9 @@ def assert_controller_metrics(textfile: Path, hosts: int) -> None:
 # both prepare in round 2 and the leader approves once both are prepared.
 # Time scale 10: each 15-minute notice lasts 90 s (at 15, 60 s, a loaded CI machine's watch once missed a
 # NotBefore). A fault domain stays in maintenance until its hosts recovered (a round after the event left), so
-# the next domain's event waits a round before it is prepared. Started events are listed for 60-90 s (not 10
-# minutes) and the gaps are shorter than the scenario's: the walk is the same, in a third of the time.
+# the next domain's event waits a round before it is prepared. Started events are listed for 20-30 s (not 10
+# minutes) and the next domain's event comes 10-20 s after (1-2 s here, under the 10 s of quiet that end the
+# watch): the walk is the same as the scenario's, in a fraction of the time.
 def test_watch_walks_three_fault_domains_safely_keeping_hosts_that_miss_a_round(tmp_path: Path) -> None:
     """Every event is prepared on every host it lists, approved once by its leader after the last prepare, and
     recovered after it ends; a fault domain is prepared only after the one before it has ended. A VM whose IMDS
@@ -117,12 +118,12 @@ def test_watch_walks_three_fault_domains_safely_keeping_hosts_that_miss_a_round(
         unread, _, _, failing = fleet.vms  # both in fault domain 0, whose event comes first
         fleet.fault(unread, {"kind": "drop", "count": 5})  # the wait's 5 attempts
         fleet.inject({"key": "host-update", "type": "Reboot", "source": "Platform", "duration_s": 7,
-                      "notice_s": [900, 1020], "started_for_s": [60, 90], "for_each": "fault_domain",
-                      "gap_s": [30, 60]})
+                      "notice_s": [900, 1020], "started_for_s": [20, 30], "for_each": "fault_domain",
+                      "gap_s": [10, 20]})
         bench = CycleBench(fleet, tmp_path)
         run = bench.run("watch", extra={"watch_seconds": 600, "watch_stop_when_quiet": True,
                                         "watch_poll_interval": 0.25, "watch_round_seconds": 5,
-                                        "watch_quiet_seconds": 20, "fail_prepare_once_on": [failing]}, timeout=660)
+                                        "watch_quiet_seconds": 10, "fail_prepare_once_on": [failing]}, timeout=660)
         events = sorted(fleet.truth(), key=lambda e: e["appeared_at"])
         approvals = fleet.approvals()
     finally:
