@@ -46,16 +46,22 @@ def pytest_unconfigure(config: object) -> None:
     shutil.rmtree(_STAGE_ROOT, ignore_errors=True)
 
 
-# The longest tests (CPU-seconds and wall under load: tools/test_cpu_report.py), started first: in collection order
+# The longest tests (wall under load, make test's --durations; CPU: tools/test_cpu_report.py), started first, longest
+# first: in collection order
 # the relay role's two installs began last, 18 minutes into a 2-core make test, and ran alone for 5 minutes more
 # (before its code became one archive).
 STARTED_FIRST = (
     "tests/integration/test_cycle.py::test_watch_walks_three_fault_domains_safely_keeping_hosts_that_miss_a_round",
-    "tests/test_lint.py::test_the_production_profile_passes",
-    "tests/analysis/test_sample_and_benchmark.py::test_the_month_benchmark_measures_every_step_on_day_files",
-    "tests/integration/test_safety_regressions.py::test_a_short_freeze_over_a_pending_reboot_does_not_undo_the_reboots_drain",
     "tests/eda/test_rulebook.py::test_relays_and_the_rulebook_prepare_approve_and_recover_and_a_forged_push_approves_nothing",
+    "tests/integration/test_cycle.py::test_regression_a_host_that_fails_after_prepare_still_gets_its_recover",
+    "tests/integration/test_safety_regressions.py::test_a_short_freeze_over_a_pending_reboot_does_not_undo_the_reboots_drain",
+    "tests/integration/test_control_plane_cycle.py::test_one_plan_over_imds_and_the_control_plane_approves_each_event_once_and_recovers_on_completed",
+    "tests/windows/test_windows_hosts.py::test_a_mixed_fleet_cycles_through_prepare_approve_and_recover",
+    "tests/integration/test_cycle.py::test_hardware_failure_gets_no_prepare_and_a_recover_after",
+    "tests/integration/test_cycle.py::test_a_vm_deleted_by_its_own_preempt_frees_its_fault_domain",
+    "tests/test_lint.py::test_the_production_profile_passes",
     "tests/relay/test_event_relay_role.py::test_install_again_check_remove_and_the_installed_relay_runs",
+    "tests/analysis/test_sample_and_benchmark.py::test_the_month_benchmark_measures_every_step_on_day_files",
 )
 
 
