@@ -59,7 +59,7 @@ STARTED_FIRST = (
     "tests/windows/test_windows_hosts.py::test_a_mixed_fleet_cycles_through_prepare_approve_and_recover",
     "tests/integration/test_cycle.py::test_hardware_failure_gets_no_prepare_and_a_recover_after",
     "tests/integration/test_cycle.py::test_a_vm_deleted_by_its_own_preempt_frees_its_fault_domain",
-    "tests/test_lint.py::test_the_production_profile_passes",
+    "tests/test_lint.py::test_the_production_profile_passes_and_a_sloppy_playbook_fails_it",
     "tests/relay/test_event_relay_role.py::test_install_again_check_remove_and_the_installed_relay_runs",
     "tests/analysis/test_sample_and_benchmark.py::test_the_month_benchmark_measures_every_step_on_day_files",
 )
