@@ -160,14 +160,19 @@ def test_a_mixed_fleet_cycles_through_prepare_approve_and_recover(mixed: CycleBe
                        "ansible.windows.win_copy"}
 
 
-def test_saving_an_unchanged_state_on_windows_changes_nothing(mixed: CycleBench) -> None:
+# Idempotence, on Linux and Windows VMs at once (it had a Linux-only run of its own as well): a second cycle
+# without any change in IMDS changes nothing and prepares nothing again.
+def test_a_second_cycle_without_imds_change_changes_nothing_on_linux_or_windows(mixed: CycleBench) -> None:
     policy = {"maintenance_cycle_leave_to_not_before": ["Reboot"]}  # the event stays Scheduled between runs
     first = mixed.run(extra=policy)
     assert first.returncode == 0 and first.changed() > 0, first.stdout[-3000:]
-    assert mixed.fleet.truth()[0]["status"] == "Scheduled", "the notice must outlast both runs"
+    (event,) = mixed.fleet.truth()
+    assert event["status"] == "Scheduled", "the notice must outlast both runs"
+    assert set(event["resources"]) & mixed.windows and set(event["resources"]) - mixed.windows
     second = mixed.run(extra=policy)
     assert second.returncode == 0 and second.changed() == 0, second.recap
     assert "policy leaves Reboot events to NotBefore" in second.stdout
+    assert sorted(a["host"] for a in mixed.actions("prepare")) == sorted(event["resources"]), "prepared once, not again"
 
 
 def deadline_removed(fleet: LiveFleet, event_id: str, timeout: float = 120.0) -> None:
