@@ -257,8 +257,9 @@ def test_an_advisory_listed_by_the_user_is_prepared_and_recovered_never_approved
 
 def test_a_scale_sets_terminates_are_approved_together_never_one_alone(tmp_path: Path) -> None:
     """Issue 27: Azure deletes no approved Terminate while another of its set waits unapproved, so one sent alone
-    shortens nothing. A prepare failing on one VM keeps its set's other Terminate unapproved; the next cycle
-    approves both, and the simulator (which holds a lone approved Terminate, as Azure does) starts both early."""
+    shortens nothing. A prepare failing on one VM fails the job on that VM, keeps its state (the prepare began: a
+    recover is owed) and its set's other Terminate unapproved; the next cycle approves both, and the simulator
+    (which holds a lone approved Terminate, as Azure does) starts both early."""
     fleet = LiveFleet(None, time_scale=10.0, fleet=FleetSpec(kind="scale_set", name="web", vms=2, fault_domains=1))
     try:  # one fault domain: Terminates in two would wait for the fault-domain limit as well
         bench = CycleBench(fleet, tmp_path)
@@ -267,7 +268,12 @@ def test_a_scale_sets_terminates_are_approved_together_never_one_alone(tmp_path:
                              "started_for_s": 60, "resources": {"names": [vm]}})[0] for vm in (first, second)]
         failing = bench.run(extra={"fail_prepare_on": [second]})
         assert failing.returncode != 0 and failing.failed_hosts() == [second], failing.stdout[-3000:]
+        assert "Prepare failed on %s" % second in failing.stdout
         assert fleet.approvals() == [], "the first VM's Terminate is not sent alone"
+        assert all(e["status"] == "Scheduled" for e in fleet.truth())
+        remembered = bench.state(second)  # the prepare began: a recover is owed, and it is prepared again
+        assert {e["event_id"]: e["prepare"] for e in remembered["events"]} == {ids[0]: None, ids[1]: "started"}
+        assert remembered["approved"] == []
         run = bench.run()
         assert run.returncode == 0, run.stdout[-3000:]
         assert sorted(i for a in fleet.approvals() for i in a["event_ids"]) == sorted(ids), run.stdout[-6000:]
@@ -335,20 +341,6 @@ def test_a_vm_deleted_by_its_own_preempt_frees_its_fault_domain(tmp_path: Path) 
 
 
 # ----------------------------------------------------------------- failure, check mode, idempotence
-
-def test_failing_prepare_fails_the_job_approves_nothing_and_keeps_the_state(bench: CycleBench) -> None:
-    (event,) = bench.fleet.truth()
-    follower = event["resources"][1]
-    run = bench.run(extra={"fail_prepare_on": [follower]})
-    assert run.returncode != 0
-    assert run.failed_hosts() == [follower]
-    assert "Prepare failed on %s" % follower in run.stdout
-    assert bench.fleet.approvals() == []
-    remembered = bench.state(follower)  # the prepare began: a recover is owed, and it is prepared again
-    assert [(e["event_id"], e["prepare"]) for e in remembered["events"]] == [(event["event_id"], "started")]
-    assert remembered["approved"] == []
-    assert bench.fleet.truth()[0]["status"] == "Scheduled"
-
 
 # Time scale 10: the 15-minute notice lasts 90 s (the failing cycle ends well within it), and the Started
 # event is listed for 6 s.
