@@ -51,7 +51,7 @@ def pytest_unconfigure(config: object) -> None:
 # the relay role's two installs began last, 18 minutes into a 2-core make test, and ran alone for 5 minutes more
 # (before its code became one archive).
 STARTED_FIRST = (
-    "tests/integration/test_cycle.py::test_watch_walks_three_fault_domains_safely_keeping_hosts_that_miss_a_round",
+    "tests/integration/test_cycle.py::test_watch_walks_the_fault_domains_one_at_a_time_keeping_hosts_that_miss_a_round",
     "tests/eda/test_rulebook.py::test_relays_and_the_rulebook_prepare_approve_and_recover_and_a_forged_push_approves_nothing",
     "tests/integration/test_cycle.py::test_regression_a_host_that_fails_after_prepare_still_gets_its_recover",
     "tests/integration/test_safety_regressions.py::test_a_short_freeze_over_a_pending_reboot_does_not_undo_the_reboots_drain",
