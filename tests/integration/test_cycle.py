@@ -31,7 +31,7 @@ def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CycleBench
     """CycleBench over LiveFleet(*params): parametrise indirectly with (scenario, time_scale). The default's
     15-minute notices last 180 s: two cycles on a loaded CI machine end well within them."""
     scenario, time_scale = getattr(request, "param", ("platform-maintenance", 5.0))
-    small = SMALL_SET if scenario in ("platform-maintenance", "hardware-failure") else None
+    small = SMALL_SET if scenario in (None, "platform-maintenance", "hardware-failure") else None
     fleet = LiveFleet(scenario, time_scale=time_scale, seed=3, fleet=small)
     if scenario:
         fleet.wait_for_events(timeout=max(10.0, 10.0 / time_scale))  # scenarios appear 5 scenario seconds in
