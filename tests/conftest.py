@@ -46,10 +46,9 @@ def pytest_unconfigure(config: object) -> None:
     shutil.rmtree(_STAGE_ROOT, ignore_errors=True)
 
 
-# The longest tests (wall under load, make test's --durations; CPU: tools/test_cpu_report.py), started first, longest
-# first: in collection order
-# the relay role's two installs began last, 18 minutes into a 2-core make test, and ran alone for 5 minutes more
-# (before its code became one archive).
+# The longest tests by wall under load (make test's --durations), longest first, are started first: in collection
+# order the relay role's two installs once began last, 18 minutes into a 2-core make test, and ran alone for 5
+# minutes more. What each test costs in CPU: tools/test_cpu_report.py.
 STARTED_FIRST = (
     "tests/integration/test_cycle.py::test_watch_walks_the_fault_domains_one_at_a_time_keeping_hosts_that_miss_a_round",
     "tests/eda/test_rulebook.py::test_relays_and_the_rulebook_prepare_approve_and_recover_and_a_forged_push_approves_nothing",

@@ -18,7 +18,7 @@ import yaml
 from imds_simulator.fleet import FleetSpec
 from tests.eda.test_done_report import DoneReceiver
 from tests.integration.runner import FILES, CycleBench
-from tests.live_fleet import SMALL_SET, LiveFleet
+from tests.live_fleet import SMALL_SET, LiveFleet, small_set_for
 from tests.history.history_helpers import assert_valid, capture_env, read_history
 from tests.timing import epoch, wait_for
 
@@ -31,8 +31,7 @@ def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CycleBench
     """CycleBench over LiveFleet(*params): parametrise indirectly with (scenario, time_scale). The default's
     15-minute notices last 180 s: two cycles on a loaded CI machine end well within them."""
     scenario, time_scale = getattr(request, "param", ("platform-maintenance", 5.0))
-    small = SMALL_SET if scenario in (None, "platform-maintenance", "hardware-failure") else None
-    fleet = LiveFleet(scenario, time_scale=time_scale, seed=3, fleet=small)
+    fleet = LiveFleet(scenario, time_scale=time_scale, seed=3, fleet=small_set_for(scenario))
     if scenario:
         fleet.wait_for_events(timeout=max(10.0, 10.0 / time_scale))  # scenarios appear 5 scenario seconds in
     yield CycleBench(fleet, tmp_path)
