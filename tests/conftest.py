@@ -14,6 +14,7 @@ import resource
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import List
 
@@ -79,6 +80,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
                                 "install the pytest that requirements-test.txt names.")
 
 
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
+
+
 def _cpu_seconds() -> float:
     """This worker's CPU and its reaped children's (ansible-playbook, ansible-rulebook, notebook kernels)."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -90,8 +94,11 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: object) -> object:
     """TEST_CPU_REPORT=FILE: one JSON line per test with the CPU-seconds it cost (set-up and tear-down included),
     which `make test`'s budget is made of on 2 cores; tools/test_cpu_report.py sums them by file."""
     report = os.environ.get("TEST_CPU_REPORT")
-    before = _cpu_seconds() if report else 0.0
+    before, started = (_cpu_seconds(), time.time()) if report else (0.0, 0.0)
     yield
     if report:
+        # When and on which worker, too: `--timeline` shows where the run's cores stood idle.
+        row = {"test": item.nodeid, "cpu_s": round(_cpu_seconds() - before, 2), "worker": _WORKER,
+               "start": round(started, 2), "end": round(time.time(), 2)}
         with open(report, "a") as out:
-            out.write(json.dumps({"test": item.nodeid, "cpu_s": round(_cpu_seconds() - before, 2)}) + "\n")
+            out.write(json.dumps(row) + "\n")
