@@ -7,6 +7,11 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-test.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) pyproject.toml | cksum | cut -d' ' -f1)
 
+# Python writes its bytecode caches, as it does by default, even where the image sets PYTHONDONTWRITEBYTECODE (this
+# one does): uv installs without them, and then every ansible-playbook, notebook kernel and pytest worker compiles
+# what it imports again (pandas and matplotlib: 1.8 CPU-s a process, against 0.6 from the caches).
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: demo demo-event-driven soak-relay test ansible-test-legs check invariants invariant-mutants sanity units newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-watch-tail bench-analysis bench-month bench-reaction bench-fast-path venv clean
 
 demo: $(STAMP)
