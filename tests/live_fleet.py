@@ -22,11 +22,10 @@ from imds_simulator.server import ServerOptions, Simulator, serve_in_thread
 SMALL_SET = FleetSpec(vms=4, fault_domains=2)
 
 
-def small_set_for(scenario: Optional[str]) -> Optional[FleetSpec]:
+def small_set_for(loaded: Optional[sc.Scenario]) -> Optional[FleetSpec]:
     """SMALL_SET in place of the scenario's availability set (or the default one, without a scenario); None keeps
     a scale set's own fleet."""
-    kind = dict(sc.load(scenario).fleet).get("kind", "availability_set") if scenario else "availability_set"
-    return SMALL_SET if kind == "availability_set" else None
+    return SMALL_SET if _fleet_of(loaded).kind == SMALL_SET.kind else None
 
 
 class LiveFleet:

@@ -15,6 +15,7 @@ from typing import Any, Dict, Iterator, List
 import pytest
 import yaml
 
+from imds_simulator import scenario as sc
 from imds_simulator.fleet import FleetSpec
 from tests.eda.test_done_report import DoneReceiver
 from tests.integration.runner import FILES, CycleBench
@@ -31,7 +32,8 @@ def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CycleBench
     """CycleBench over LiveFleet(*params): parametrise indirectly with (scenario, time_scale). The default's
     15-minute notices last 180 s: two cycles on a loaded CI machine end well within them."""
     scenario, time_scale = getattr(request, "param", ("platform-maintenance", 5.0))
-    fleet = LiveFleet(scenario, time_scale=time_scale, seed=3, fleet=small_set_for(scenario))
+    loaded = sc.load(scenario) if scenario else None
+    fleet = LiveFleet(loaded, time_scale=time_scale, seed=3, fleet=small_set_for(loaded))
     if scenario:
         fleet.wait_for_events(timeout=max(10.0, 10.0 / time_scale))  # scenarios appear 5 scenario seconds in
     yield CycleBench(fleet, tmp_path)
