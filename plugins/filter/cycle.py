@@ -27,6 +27,10 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.errors import PolicyError
 
 
+# The host fact in which the role notes each host's policy, as that host's variables give it (group vars may differ).
+HOST_POLICY = "maintenance_cycle_host_policy"
+
+
 def _guard(func, *args, **kwargs):
     try:
         return func(*args, **kwargs)
@@ -59,11 +63,31 @@ def _target_names(hostvars, target_hosts, remembered):
     return names
 
 
+def _host_policies(hosts, hostvars):
+    """{host: policy} as each host's own variables gave it (the role notes it on every host before any read)."""
+    policies = {}
+    for host in hosts:
+        given = hostvars[host].get(HOST_POLICY) if host in hostvars else None
+        if isinstance(given, dict):
+            policies[host] = dict(given)
+    return policies
+
+
 def cycle_plan(hosts, hostvars, policy=None, remembered=None, remembered_outside=None, target_hosts=None,
                remembered_deleting=None):
     inputs = dict((host, _host_input(hostvars, host, remembered or {}, remembered_deleting)) for host in hosts)
     return _guard(cycle_policy.plan_cycle, inputs, dict(policy or {}), datetime.now(timezone.utc),
-                  _target_names(hostvars, target_hosts, remembered), dict(remembered_outside or {}))
+                  _target_names(hostvars, target_hosts, remembered), dict(remembered_outside or {}),
+                  _host_policies(hosts, hostvars))
+
+
+def run_policy_error(hosts, hostvars):
+    """'' when the hosts' own policies agree, else the one sentence that refuses the run (cycle_policy.run_policy)."""
+    try:
+        cycle_policy.run_policy(_host_policies(hosts, hostvars))
+    except PolicyError as exc:
+        return str(exc)
+    return ""
 
 
 def outside_vms(hosts, hostvars, target_hosts=None):
@@ -153,4 +177,5 @@ class FilterModule(object):
         return {"cycle_plan": cycle_plan, "cycle_confirm": cycle_confirm, "cycle_state": cycle_state, "cycle_step_state": cycle_step_state,
                 "cycle_run_name": cycle_run_name, "watch_start": watch_start, "watch_timing": watch_timing,
                 "watch_after_round": watch_after_round, "watch_done": watch_done, "read_vms": read_vms,
-                "outside_vms": outside_vms, "cycle_plan_table": cycle_plan_table}
+                "outside_vms": outside_vms, "cycle_plan_table": cycle_plan_table,
+                "run_policy_error": run_policy_error}

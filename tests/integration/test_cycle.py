@@ -195,6 +195,38 @@ def test_without_prepare_tasks_only_user_events_and_short_freezes_are_approved_e
         fleet.close()
 
 
+def test_regression_group_vars_policies_are_refused_in_one_run_and_honoured_in_a_run_per_group(tmp_path: Path) -> None:
+    """Group db leaves Reboots to NotBefore, group web does not, and each has a user Reboot. The plan once took the
+    first host's policy for every host: a cycle over both groups, a web VM first, approved db's Reboot early. Now
+    that run stops before any read, naming the setting, the hosts and the fix; a cycle per group honours each."""
+    fleet = LiveFleet(None, time_scale=20.0, fleet=FleetSpec(vms=2, fault_domains=2, set_names=["avset-web", "avset-db"]))
+    try:
+        web, db = fleet.vms[:2], fleet.vms[2:]  # a set per group, as the azure_rm inventory's groups are
+        (web_id,) = fleet.inject({"key": "web", "type": "Reboot", "source": "User", "notice_s": 900,
+                                  "resources": {"names": [web[0]]}})
+        (db_id,) = fleet.inject({"key": "db", "type": "Reboot", "source": "User", "notice_s": 900,
+                                 "resources": {"names": [db[0]]}})
+        bench = CycleBench(fleet, tmp_path)
+        flat = json.loads(bench.inventory.read_text())["azure_vms"]
+        groups = {"web": {"hosts": {h: flat["hosts"][h] for h in web}},  # web first: the run_once host had web's vars
+                  "db": {"hosts": {h: flat["hosts"][h] for h in db},
+                         "vars": {"maintenance_cycle_leave_to_not_before": ["Reboot"]}}}
+        bench.inventory.write_text(json.dumps({"azure_vms": {"children": groups, "vars": flat["vars"]}}))
+        both = bench.run(prepare=False)
+        assert both.returncode != 0, both.stdout[-3000:]
+        assert ("maintenance_cycle_leave_to_not_before differs between hosts of this run (%s: [Reboot]; %s: []), and "
+                "one run plans every host with one policy" % (", ".join(db), ", ".join(web))) in both.stdout
+        assert fleet.approvals() == [] and not (bench.work / "state").exists(), "refused before any VM was read"
+        assert "Traceback" not in both.stdout + both.stderr
+        for group in ("db", "web"):
+            run = bench.run(prepare=False, extra={"target": group})
+            assert run.returncode == 0, run.stdout[-3000:]
+        assert [a["event_ids"] for a in fleet.approvals()] == [[web_id]], "web's approved early, db's left to NotBefore"
+        assert "policy leaves Reboot events to NotBefore" in bench.run(prepare=False, extra={"target": "db"}).stdout
+    finally:
+        fleet.close()
+
+
 # Time scale 0.5: the Preempt's 30 s of notice last 60 s here. What is proven is the order (prepared before
 # NotBefore, approved once prepared), not a reaction time: on a loaded 2-core CI machine the cycle once needed more
 # than 25 s, the VM was evicted, and the test failed for a timing. Reaction in real time is measured, side by side,

@@ -116,7 +116,7 @@ DEFAULT_POLICY = {
 
 # ----------------------------------------------------------------------------------------------- plan
 
-def plan_cycle(hosts, policy=None, now=None, target_names=(), remembered_outside=None):
+def plan_cycle(hosts, policy=None, now=None, target_names=(), remembered_outside=None, host_policies=None):
     """The whole cycle's plan: {hosts: {host: {...}}, approvals, admissions, fault_domains_in_maintenance,
     split_sets, notes}.
 
@@ -124,8 +124,9 @@ def plan_cycle(hosts, policy=None, now=None, target_names=(), remembered_outside
     deferred by the fault-domain limit, admitted late (its NotBefore is near), or refused (its set is split).
     `target_names` are the VM names of the target's hosts beyond `hosts` (outside an event-driven run's limit,
     remembered by the control node); `remembered_outside` is {set: names} the control node remembers as outside
-    the target (vm_memory)."""
-    policy = _policy(policy)
+    the target (vm_memory); `host_policies` is {host: policy} as each host's own variables give it: they must agree
+    (`run_policy`), and then they are the policy."""
+    policy = _policy(run_policy(host_policies) if host_policies else policy)
     _refuse_unlocked_parallel_runs(hosts, policy)
     now = now or datetime.now(timezone.utc)
     views = host_views(hosts, policy["serialisation_unit"], now)
@@ -182,6 +183,53 @@ def _policy(policy):
 
 
 _TYPE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,63}$")
+
+
+def run_policy(host_policies):
+    """The one policy of a run, from {host: policy} as each host's variables give it (group vars may differ).
+
+    One run applies one policy to every host it plans: its fault-domain limit counts the domains of every set in
+    the run, an event may list hosts of two groups, and the split-set rule looks across the run. So settings that
+    differ between hosts of one run are refused in one sentence, naming the setting, the hosts and their values, and
+    the fix (a run per group: the azure_rm inventory's groups are one per set), instead of the plan taking the first
+    host's values for every host (a group's Reboots left to NotBefore would be approved early by another group's
+    policy)."""
+    given = dict((host, dict(DEFAULT_POLICY, **(policy or {}))) for host, policy in (host_policies or {}).items())
+    for key in DEFAULT_POLICY:
+        values = {}
+        for host in sorted(given):
+            values.setdefault(_comparable(given[host][key]), []).append(host)
+        if len(values) > 1:
+            raise PolicyError(_differ_sentence(key, given, values))
+    return dict(given[sorted(given)[0]]) if given else dict(DEFAULT_POLICY)
+
+
+def _comparable(value):
+    """A setting's value as compared between hosts: a list of types in any order is the same list."""
+    if isinstance(value, (list, tuple)):
+        return ("list",) + tuple(sorted(str(v) for v in value))
+    return value
+
+
+def _differ_sentence(key, given, values):
+    variable = "maintenance_cycle_prepare_tasks (given or not)" if key == "prepare_configured" \
+        else "maintenance_cycle_" + key
+    groups = sorted(values.values(), key=lambda hosts: (-len(hosts), hosts))
+    said = "; ".join("%s: %s" % (_hosts_named(hosts), _shown(given[hosts[0]][key])) for hosts in groups)
+    return ("%s differs between hosts of this run (%s), and one run plans every host with one policy (its "
+            "fault-domain limit and its events span them), so nothing was read, prepared or approved: run a cycle per "
+            "group that sets it (-e target=GROUP), or give every host of the target the same value."
+            % (variable, said))
+
+
+def _hosts_named(hosts):
+    return ", ".join(hosts[:3]) + (" and %d more" % (len(hosts) - 3) if len(hosts) > 3 else "")
+
+
+def _shown(value):
+    if isinstance(value, (list, tuple)):
+        return "[%s]" % ", ".join(str(v) for v in value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _refuse_unlocked_parallel_runs(hosts, policy):

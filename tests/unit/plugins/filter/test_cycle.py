@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import pytest
+from ansible.errors import AnsibleFilterError
+
 from ansible_collections.azure_imds.scheduled_events.plugins.filter.cycle import read_vms, watch_start, watch_timing
 
 VM0 = {"name": "vm0", "fault_domain": 0, "vm_scale_set_name": "web"}
@@ -33,3 +36,16 @@ def test_a_watch_lets_a_vm_taken_as_deleted_leave_instead_of_failing_its_rounds(
     assert timing["deleted_note"].startswith("web3 is taken as deleted: its own Terminate E1 was seen Started")
     just_now = datetime.now(timezone.utc).isoformat()
     assert watch_timing(watch, {"event_id": "E1", "started_seen_at": just_now})["unread_too_long"] is True
+
+
+def test_the_plan_and_the_run_check_read_each_hosts_own_policy_from_its_variables() -> None:
+    from ansible_collections.azure_imds.scheduled_events.plugins.filter.cycle import cycle_plan, run_policy_error
+    hostvars = {"a": {"maintenance_cycle_host_policy": {"approve_user_events": False}},
+                "b": {"maintenance_cycle_host_policy": {"approve_user_events": True}},
+                "c": {}}  # failed before the note: not compared
+    assert run_policy_error(["a", "c"], hostvars) == ""
+    assert run_policy_error(["a", "b", "c"], hostvars).startswith(
+        "maintenance_cycle_approve_user_events differs between hosts of this run (a: false; b: true)")
+    # The plan refuses as the check does, should a playbook skip the check: never one host's policy for both.
+    with pytest.raises(AnsibleFilterError, match="differs between hosts"):
+        cycle_plan(["a", "b"], hostvars, {"approve_user_events": True})

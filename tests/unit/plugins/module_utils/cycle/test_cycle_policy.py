@@ -805,3 +805,43 @@ def test_a_drain_for_an_advisory_counts_in_the_fault_domain_limit() -> None:
 def test_prepare_event_types_that_are_not_type_names_are_one_sentence(types: Any) -> None:
     with pytest.raises(PolicyError, match=r"^prepare_event_types must be a list of event type names .*\.$"):
         plan({"vm0": result("vm0", 0, [])}, {"prepare_event_types": types})
+
+
+# ------------------------------------------------------------------------ one policy per run (group vars)
+
+def test_regression_a_groups_policy_is_not_decided_by_another_groups_host() -> None:
+    """Group db leaves Reboots to NotBefore, group web does not. The plan ran once, with the first host's policy:
+    a run whose first host with work was a web VM approved db's user Reboot early. Now each host's own policy is
+    given and settings that differ between the hosts of one run refuse it, naming setting, hosts, values and fix."""
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import run_policy
+    web, db = event("U1", ["web0"], source="User"), event("E1", ["db0"], source="User")
+    hosts = {"web0": {"result": result("web0", 0, [web]), "availability_set": "web"},
+             "db0": {"result": result("db0", 0, [db]), "availability_set": "db"}}
+    policies = {"web0": {}, "db0": {"leave_to_not_before": ["Reboot"]}, "db1": {"leave_to_not_before": ["Reboot"]}}
+    with pytest.raises(PolicyError) as refused:
+        plan_cycle(hosts, {}, NOW, host_policies=policies)
+    assert str(refused.value) == (
+        "maintenance_cycle_leave_to_not_before differs between hosts of this run (db0, db1: [Reboot]; web0: []), and "
+        "one run plans every host with one policy (its fault-domain limit and its events span them), so nothing was "
+        "read, prepared or approved: run a cycle per group that sets it (-e target=GROUP), or give every host of the "
+        "target the same value.")
+    # The same hosts agreeing: that policy is the plan's (the run policy given beside it is not used).
+    two = {"max_fault_domains_in_maintenance": 2}  # web's and db's domains at once: only the policy holds them back
+    agreed = {h: dict(two, leave_to_not_before=["Reboot", "Redeploy"]) for h in hosts}
+    agreed["db0"] = dict(two, leave_to_not_before=["Redeploy", "Reboot"])  # the same list in another order
+    p = plan_cycle(hosts, {"leave_to_not_before": []}, NOW, host_policies=agreed)
+    assert p["approvals"] == {}
+    assert sorted(run_policy(agreed)["leave_to_not_before"]) == ["Reboot", "Redeploy"]
+    assert set(plan_cycle(hosts, two, NOW)["approvals"]) == {IDS["U1"], IDS["E1"]}, "the control: both approved"
+
+
+def test_each_differing_setting_is_named_with_its_variable_and_unset_means_the_default() -> None:
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import run_policy
+    with pytest.raises(PolicyError, match=r"^maintenance_cycle_max_fault_domains_in_maintenance differs between hosts "
+                                          r"of this run \(a, b, c and 1 more: 1; e: 2\)"):
+        run_policy({"a": {}, "b": {}, "c": {"max_fault_domains_in_maintenance": 1}, "d": {}, "e": {
+            "max_fault_domains_in_maintenance": 2}})
+    with pytest.raises(PolicyError, match=r"^maintenance_cycle_prepare_tasks \(given or not\) differs .*\(a: false; "
+                                          r"b: true\)"):
+        run_policy({"a": {"prepare_configured": False}, "b": {}})
+    assert run_policy({}) == run_policy({"a": {}}), "no host noted: the defaults"
