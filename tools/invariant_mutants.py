@@ -18,7 +18,9 @@ admitted as alone beside another such event (the plan can only mistake it for al
 other's, so the two together take down no domain the second would not take alone; the rule keeps it waiting until
 the first is over, which test_fault_domains.py and test_cycle_policy.py hold. Seed 436 once showed it, before the
 model's late news; at cceb85f it went unnoticed over 2,000 fleet-days, and over 400 more with platform events of two
-VMs at three a day).
+VMs at three a day). A unit test holds one more such rule, that an approved event still shown Scheduled holds its fault domain: the model's
+runs always have prepare tasks, so a drain record holds that domain too; without prepare tasks only the approval
+does (test_cycle_policy.py's regression test).
 """
 from __future__ import annotations
 

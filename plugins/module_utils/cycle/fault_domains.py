@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Fault domains in maintenance, and whether an event may join them: the fault-domain rule; pure, no I/O.
 
-A fault domain is in maintenance while one of its hosts is in a Started event (or one of a status this
-code does not know) or has begun a prepare not yet recovered. An event is admitted when it brings no new
+A fault domain is in maintenance while one of its hosts is in a Started or approved event (or one of a status
+this code does not know) or has begun a prepare not yet recovered. An event is admitted when it brings no new
 fault domain, when the limit leaves room, or when nothing else is in maintenance; else it waits, until its
 NotBefore is near (then it is prepared late). cycle_policy.plan_cycle applies it event by event."""
 
@@ -40,6 +40,9 @@ def busy_fault_domains(views, by_vm, outside_is_free=False):
         if surely:
             certain.add(domain)
 
+    approved = set()
+    for view in views.values():
+        approved |= view["approved"]
     for view in views.values():
         if view["status"] in UNSEEN_STATUSES:
             hold(view["domain"], "%s is %s" % (view["host"], view["status"]), False, "host " + view["host"])
@@ -59,7 +62,11 @@ def busy_fault_domains(views, by_vm, outside_is_free=False):
         # A Started event puts every VM it lists into maintenance; so does one of a status this code does not
         # know (it may be one): only Scheduled is known not to have begun.
         for event in view["seen"]:
-            if event["event_status"] == "Scheduled" and event.get("known_status", True):
+            # An approved event still shown Scheduled is about to start (a read lagging behind the approval, a
+            # Terminate Azure holds for its set): its VMs are in maintenance as if it had started, with or without
+            # a drain on record (without prepare tasks there is none).
+            started = event["event_id"].upper() in approved
+            if event["event_status"] == "Scheduled" and event.get("known_status", True) and not started:
                 # A set split over runs (say Windows VMs on a schedule, Linux VMs event-driven): another run may
                 # be draining the VMs it lists that this run does not have. Unless the operator said that VMs
                 # outside the play are not this run's concern (approve_outside_inventory).
@@ -73,8 +80,8 @@ def busy_fault_domains(views, by_vm, outside_is_free=False):
                 domain = views[host]["domain"] if host else UNSEEN_DOMAIN
                 # Busy, but it licenses no other event to join the domain: the event may end any moment (a Freeze of
                 # seconds stays Started for minutes), and a drain made on that word would then be one more domain.
-                hold(domain, "%s is in %s event %s" % (name, event["event_status"], event["event_id"]), False,
-                     event["event_id"])
+                hold(domain, "%s is in %s event %s" % (name, "approved" if started else event["event_status"],
+                                                        event["event_id"]), False, event["event_id"])
     return busy, set(busy) - certain, holders
 
 

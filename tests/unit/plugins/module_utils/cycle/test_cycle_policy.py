@@ -845,3 +845,21 @@ def test_each_differing_setting_is_named_with_its_variable_and_unset_means_the_d
                                           r"b: true\)"):
         run_policy({"a": {"prepare_configured": False}, "b": {}})
     assert run_policy({}) == run_policy({"a": {}}), "no host noted: the defaults"
+
+
+def test_regression_an_approved_event_still_shown_scheduled_holds_its_fault_domain() -> None:
+    """A user Reboot approved on fault domain 0 without prepare tasks (no drain on record) is still Scheduled in the
+    next read (Resource Graph's lag; IMDS holding a Terminate for its set). It held no domain, so a user Redeploy on
+    fault domain 1 was approved beside it: two domains in maintenance at once."""
+    reboot = event("U1", ["vm0"], source="User")
+    redeploy = event("E1", ["vm1"], source="User", event_type="Redeploy")
+    policy = {"prepare_configured": False}
+    results = {"vm0": result("vm0", 0, [reboot, redeploy], saved([reboot], approved=["U1"])),
+               "vm1": result("vm1", 1, [reboot, redeploy])}
+    p = plan(results, policy)
+    assert p["approvals"] == {}, "the Redeploy waits while the approved Reboot's domain is in maintenance"
+    assert p["admissions"][IDS["E1"]] == "deferred" and ids(p["hosts"]["vm1"]["waiting"]) == [IDS["E1"]]
+    assert "wait for their fault domain" in p["hosts"]["vm1"]["waiting"][0]["reason"]
+    assert p["fault_domains_in_maintenance"] == ["availability set as1 / fault domain 0"]
+    control = {"vm0": result("vm0", 0, [reboot, redeploy], saved([reboot])), "vm1": result("vm1", 1, [reboot, redeploy])}
+    assert len(plan(control, policy)["approvals"]) == 1, "the control: neither approved yet, one goes, one waits"
