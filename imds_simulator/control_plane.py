@@ -10,11 +10,14 @@ differs from Azure, docs/simulator.md says so.
 """
 from __future__ import annotations
 
+import base64
 import json
+import random
 import re
 import uuid
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 from urllib.parse import parse_qs
 
 from .engine import Engine, SimEvent
@@ -34,7 +37,8 @@ _ACK = re.compile(r"^/subscriptions/(?P<subscription>[^/]+)/resourcegroups/(?P<g
                   r"scheduledevents(?:/(?P<event_id>[^/]+)/acknowledge)?$", re.IGNORECASE)
 _GUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _TOKEN_PATH = re.compile(r"^/[^/]+/oauth2/v2\.0/token$")
-Answer = Tuple[int, Dict[str, Any]]
+# (HTTP status, JSON body) or (HTTP status, JSON body, response headers)
+Answer = Union[Tuple[int, Dict[str, Any]], Tuple[int, Dict[str, Any], Dict[str, str]]]
 
 
 def scope_path(engine: Engine, ev: SimEvent) -> str:
@@ -127,7 +131,8 @@ def is_management(path: str) -> bool:
 
 
 def handle(engine: Engine, options: Any, base_url: str, method: str, path: str, query: Dict[str, List[str]],
-           authorization: Optional[str], body: Optional[bytes], now: datetime) -> Answer:
+           authorization: Optional[str], body: Optional[bytes], now: datetime,
+           graph: Optional[GraphSettings] = None) -> Answer:
     """One management request -> (HTTP status, JSON body). `options` is the server's (tokens, clients, lag)."""
     if path.lower() == "/metadata/endpoints":
         # What a cloud's metadata endpoint says (Azure Stack's convention, which azure.azcollection follows for a
@@ -145,7 +150,7 @@ def handle(engine: Engine, options: Any, base_url: str, method: str, path: str, 
     if method != "POST":
         return error(405, "MethodNotAllowed", f"{method} is not allowed here; the control-plane face takes POST.")
     if path.lower() == "/providers/microsoft.resourcegraph/resources":
-        return _graph(engine, version, body, now, graph_lag_s)
+        return _graph(engine, version, body, now, graph_lag_s, graph, token or "")
     match = _ACK.match(path)
     if match is None:
         return error(404, "InvalidResourceType", f"The simulator's control plane serves no {path}.")
@@ -247,19 +252,97 @@ def _acknowledge_list(engine: Engine, scope_name: str, body: Optional[bytes], no
                            "statuses; review each event's result.", "details": failed[::-1]}}
 
 
-def _graph(engine: Engine, version: str, body: Optional[bytes], now: datetime, lag_s: float) -> Answer:
+GRAPH_PAGE_ROWS = 1000  # Resource Graph's most rows per answer ($top: 1 to 1,000)
+GRAPH_QUOTA = 15  # queries per user per window (Learn: "Guidance for throttled requests")
+GRAPH_QUOTA_WINDOW_S = 5.0
+_GROUPS = re.compile(r'\| where resourcegroup in~ \(((?:"[^"]*"(?:, )?)+)\)')
+
+
+@dataclass
+class GraphSettings:
+    """How the simulated Resource Graph pages and throttles: as Azure documents by default; a test makes pages
+    small. `quota` 0 is no throttling (the fault model's own reads count their cost apart)."""
+    page_rows: int = GRAPH_PAGE_ROWS
+    quota: int = GRAPH_QUOTA
+    window_s: float = GRAPH_QUOTA_WINDOW_S
+    asked: Dict[str, List[datetime]] = field(default_factory=dict)  # token -> when its recent queries came
+    rng: random.Random = field(default_factory=random.Random)  # the order of rows a query does not order
+
+
+def _graph(engine: Engine, version: str, body: Optional[bytes], now: datetime, lag_s: float,
+           settings: Optional[GraphSettings] = None, token: str = "") -> Answer:
+    """A Resource Graph query, as Azure serves it: at most `page_rows` rows per answer, the rest behind a
+    $skipToken; rows in a random order unless the query orders them by id (a page of an unordered query may repeat
+    or miss rows of another, as Azure warns); 429 past the quota, the quota in every answer's headers."""
+    settings = settings or GraphSettings()
     if version not in GRAPH_VERSIONS:
         return error(400, "NoRegisteredProviderFound", f"No registered resource provider found for API version "
                      f"'{version}'; supported api-versions are '{', '.join(GRAPH_VERSIONS)}'.")
+    quota = _quota_headers(settings, token, now)
+    if quota is None:
+        reset = _quota_reset_s(settings, token, now)
+        return 429, {"error": {"code": "RateLimiting", "message": "Please provide below info when asking for "
+                               "support: too many requests, retry after the quota resets."}}, {
+            "x-ms-user-quota-remaining": "0", "x-ms-user-quota-resets-after": _hms(reset)}
     try:
         request = json.loads((body or b"").decode("utf-8"))
         query, subscriptions = request["query"], request["subscriptions"]
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        return error(400, "BadRequest", 'The body must be {"subscriptions": [...], "query": "..."}.')
-    flat = " ".join(str(query).split()).lower()
-    if not flat.startswith("maintenanceresources") or f'type == "{GRAPH_TYPE}"' not in flat.replace("'", '"'):
+        options = request.get("options") or {}
+        top = int(options.get("$top", settings.page_rows))
+        offset = _offset(options.get("$skipToken"))
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError, AttributeError):
+        return error(400, "BadRequest", 'The body must be {"subscriptions": [...], "query": "...", "options": '
+                     '{"$top": 1-1000, "$skipToken": "..."}}.')
+    if not 1 <= top <= GRAPH_PAGE_ROWS:
+        return error(400, "BadRequest", f"$top must be between 1 and {GRAPH_PAGE_ROWS}.")
+    flat = " ".join(str(query).split()).lower().replace("'", '"')
+    if not flat.startswith(f'maintenanceresources | where type == "{GRAPH_TYPE}"'):
         return error(400, "BadRequest", "The simulator answers only the scheduled-events query: maintenanceresources "
-                     f'| where type == "{GRAPH_TYPE}".')
+                     f'| where type == "{GRAPH_TYPE}" [| where resourceGroup in~ ("...")] [| order by id asc].')
     rows = graph_rows(engine, now, lag_s, [str(s) for s in subscriptions or []])
-    return 200, {"totalRecords": len(rows), "count": len(rows), "resultTruncated": "false", "facets": [],
-                 "data": rows}
+    groups = _GROUPS.search(flat)
+    if groups:
+        wanted = {g.strip('"') for g in groups.group(1).split(", ")}
+        rows = [r for r in rows if r["resourceGroup"].lower() in wanted]
+    if flat.endswith("| order by id asc"):
+        rows.sort(key=lambda r: r["id"].lower())
+    else:
+        settings.rng.shuffle(rows)
+    page = rows[offset:offset + min(top, settings.page_rows)]
+    answer: Dict[str, Any] = {"totalRecords": len(rows), "count": len(page), "facets": [], "data": page,
+                              "resultTruncated": "true" if offset + len(page) < len(rows) else "false"}
+    if offset + len(page) < len(rows):
+        answer["$skipToken"] = base64.b64encode(json.dumps({"offset": offset + len(page)}).encode()).decode()
+    return 200, answer, quota
+
+
+def _offset(token: Any) -> int:
+    if token is None:
+        return 0
+    offset = json.loads(base64.b64decode(str(token), validate=True).decode("utf-8"))["offset"]
+    if not isinstance(offset, int) or offset < 0:
+        raise ValueError("not a $skipToken of this simulator")
+    return offset
+
+
+def _quota_headers(settings: GraphSettings, token: str, now: datetime) -> Optional[Dict[str, str]]:
+    """The quota headers of a query counted now, or None when it is over the quota (429)."""
+    if settings.quota <= 0:
+        return {}
+    recent = [t for t in settings.asked.get(token, []) if (now - t).total_seconds() < settings.window_s]
+    if len(recent) >= settings.quota:
+        settings.asked[token] = recent
+        return None
+    settings.asked[token] = recent + [now]
+    return {"x-ms-user-quota-remaining": str(settings.quota - len(recent) - 1),
+            "x-ms-user-quota-resets-after": _hms(_quota_reset_s(settings, token, now))}
+
+
+def _quota_reset_s(settings: GraphSettings, token: str, now: datetime) -> float:
+    first = min(settings.asked.get(token) or [now])
+    return max(0.0, settings.window_s - (now - first).total_seconds())
+
+
+def _hms(seconds: float) -> str:
+    whole = int(seconds + 0.999)
+    return "%02d:%02d:%02d" % (whole // 3600, whole // 60 % 60, whole % 60)

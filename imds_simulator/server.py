@@ -49,6 +49,9 @@ class ServerOptions:
     # The control plane's face (control_plane.py): bearer token -> roles; None = off (every path 404s as before).
     control_plane_tokens: Optional[Dict[str, List[str]]] = None
     graph_lag_s: float = 0.0         # Resource Graph rows show the events as they were this many seconds ago
+    graph_page_rows: int = control_plane.GRAPH_PAGE_ROWS  # rows per Resource Graph answer (Azure: 1,000)
+    graph_quota: int = control_plane.GRAPH_QUOTA  # Resource Graph queries per token per window (Azure: 15); 0 = off
+    graph_quota_window_s: float = control_plane.GRAPH_QUOTA_WINDOW_S  # the quota's window, wall seconds (Azure: 5)
     # Service principals the token endpoint knows: client id -> {"secret": ..., "token": a key of the tokens above}
     control_plane_clients: Optional[Dict[str, Dict[str, str]]] = None
     # Managed identities: VM name -> {"system": token, <user-assigned client id>: token}, served at its IMDS root
@@ -100,6 +103,8 @@ class Simulator:
         self.lock = threading.RLock()
         self.faults = FaultBook()
         self.throttle = Throttle(options.rate_limit)
+        self.graph = control_plane.GraphSettings(page_rows=options.graph_page_rows, quota=options.graph_quota,
+                                                 window_s=options.graph_quota_window_s)
         self.violations: List[Dict[str, Any]] = []
         self.redirects_followed: List[Dict[str, Any]] = []
         self.base_url = ""
@@ -350,10 +355,10 @@ class Handler(BaseHTTPRequestHandler):
         length = self.headers.get("Content-Length")
         body = self.rfile.read(int(length)) if length and length.isdigit() and int(length) <= MAX_POST_BYTES else None
         with self.sim.lock:
-            status, answer = control_plane.handle(
+            status, answer, *headers = control_plane.handle(
                 self.sim.engine, self.sim.options, self.sim.base_url, method, path, query,
-                self.headers.get("Authorization"), body, self.sim.clock.now())
-        self._send(status, answer)
+                self.headers.get("Authorization"), body, self.sim.clock.now(), self.sim.graph)
+        self._send(status, answer, headers[0] if headers else None)
 
     # ------------------------------------------------------------------ control API
 

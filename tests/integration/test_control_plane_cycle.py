@@ -37,7 +37,9 @@ def test_one_plan_over_imds_and_the_control_plane_approves_each_event_once_and_r
         tmp_path: Path) -> None:
     ca, cert, key = certificate_chain(tmp_path)
     # Time scale 10: 180 s of notice (minutes of margin for a loaded machine), Started for 30 s.
+    # Resource Graph pages of one row (1,000 in Azure): every read of this test goes through the module's paging
     fleet = LiveFleet(None, time_scale=10.0, fleet=FleetSpec(vms=4, fault_domains=2), simulate_impact=False,
+                      graph_page_rows=1,
                       certfile=str(cert), keyfile=str(key), control_plane_tokens={"t-operator": [CONTRIBUTOR]},
                       control_plane_clients={"operator-app": {"secret": "operator-secret", "token": "t-operator"}})
     try:

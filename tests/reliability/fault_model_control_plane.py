@@ -8,7 +8,9 @@ IMDS as in fault_model.py; the judges are the same ledger and engine record. On 
   event appears, starts and ends late there, and an approved event still shows Scheduled;
 - a read goes back in time (`back`): one shows a moment up to BACK_S ago, older than the read before it (replicas
   of an eventually consistent store), so an event a host prepared for may be missing from it;
-- the whole read fails (`read`): every control-plane host is unread.
+- the whole read fails (`read`): every control-plane host is unread;
+- Resource Graph pages: each read comes in answers of 2, 5 or 1,000 rows, read to the end by the module's own
+  paging (control_plane/graph_paging.py) over the simulator's pages.
 
 event_grid_run drives the same fleet from Event Grid instead of a schedule (the scheduled_events_event_grid
 rulebook): each status change delivered after a drawn delay (so a Completed may come before its Started), some
@@ -25,6 +27,11 @@ from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any, Dict, List, Optional, Set
 
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.graph_paging import (
+    GraphIncomplete,
+    all_rows,
+    events_query,
+)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.graph_read import read_of_rows
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_map import host_index
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.imds_face import (
@@ -51,11 +58,14 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.docume
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane_task import (
     info_argument_spec,
     read_catching_up,
+    resource_groups,
 )
-from imds_simulator.control_plane import deliveries, graph_rows
+from imds_simulator import control_plane
+from imds_simulator.control_plane import GraphSettings, deliveries
 from tests.reliability.fault_model import FAULTS, Cycle, FleetRun, Faults, fleet_run
 
 LAG_S = 60.0  # Resource Graph's lag: up to about a minute
+PAGE_ROWS = (2, 5, 1000)  # rows per Resource Graph answer, drawn per read: small pages make every read page
 BACK_S = 300.0  # a read that goes back shows a moment up to this long ago (Azure's pages on other tables: 5 min)
 MAX_AGE_S = 60.0  # the role's maintenance_cycle_control_plane_max_age
 BACK = 0.1  # in the faulty runs, a read goes back in time this often
@@ -83,7 +93,18 @@ class ControlPlaneRun(FleetRun):
             as_of = newest if self.graph_as_of is None else max(newest, self.graph_as_of)
         self.graph_as_of = max(as_of, self.graph_as_of or as_of)
         subscription = self.engine.fleet.vms[0].resource_id.split("/")[2]
-        rows = graph_rows(self.recent(), self.now, (self.now - as_of).total_seconds(), [subscription])
+        recent, lag_s = self.recent(), (self.now - as_of).total_seconds()
+        pages = GraphSettings(page_rows=self.rng.choice(PAGE_ROWS), quota=0)
+
+        def post(body: Dict[str, Any]) -> Any:
+            status, answer, *headers = control_plane._graph(recent, "2021-03-01", json.dumps(body).encode(), self.now,
+                                                            lag_s, pages, "operator")
+            return status, answer, headers[0] if headers else {}
+        # The collection's own paging (the module's), over the simulator's pages: a read cut short is no read
+        try:
+            rows = all_rows(post, [subscription], events_query(resource_groups(vm_ids)), lambda s: None)
+        except GraphIncomplete as exc:
+            return {"failed": True, "msg": str(exc)}
         return read_of_rows(rows, iso_utc(self.now), [subscription], vm_ids, host_index(vm_ids), lambda text: None)
 
     def recent(self) -> SimpleNamespace:

@@ -49,10 +49,14 @@ class ArmClient(object):
 
     def post(self, path, body=None):
         """-> (HTTP status, parsed JSON body or None); a connection that fails raises ArmError."""
+        return self.post_reading_headers(path, body)[:2]
+
+    def post_reading_headers(self, path, body=None):
+        """-> (HTTP status, parsed JSON body or None, {response header: value}): Resource Graph's quota is in them."""
         resource_manager = self.endpoints()[0]
         headers = {"Authorization": "Bearer %s" % self.token(), "Content-Type": "application/json"}
         data = json.dumps(body).encode("utf-8") if body is not None else b""
-        return self._call(resource_manager.rstrip("/") + path, data, headers, "POST")
+        return self._call(resource_manager.rstrip("/") + path, data, headers, "POST", with_headers=True)
 
     def endpoints(self):
         """(resource manager, login, token audience) of the credentials' cloud."""
@@ -127,22 +131,25 @@ class ArmClient(object):
             self.credentials = dict(self.credentials, subscription_id=answer["subscription"])
         return answer["accessToken"]
 
-    def _call(self, url, data=None, headers=None, method="GET", use_proxy=True):
+    def _call(self, url, data=None, headers=None, method="GET", use_proxy=True, with_headers=False):
         try:
             # Never follow a redirect: it would carry the bearer token elsewhere.
             response = open_url(url, data=data, headers=headers, method=method, timeout=self.timeout,
                                 validate_certs=True, ca_path=self._ca_path, follow_redirects="none",
                                 use_proxy=use_proxy)
-            status, raw = response.getcode(), response.read()
+            status, raw, given = response.getcode(), response.read(), response.headers
         except HTTPError as exc:
-            status, raw = exc.code, exc.read()
+            status, raw, given = exc.code, exc.read(), exc.headers
         except (URLError, ssl.SSLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ArmError("Could not reach %s: %s." % (url.split("?")[0], str(reason).rstrip(".")))
         try:
-            return status, json.loads(raw.decode("utf-8")) if raw else None
+            parsed = json.loads(raw.decode("utf-8")) if raw else None
         except ValueError:
-            return status, None
+            parsed = None
+        if with_headers:
+            return status, parsed, dict(given.items()) if given is not None else {}
+        return status, parsed
 
 
 def _said(answer):

@@ -80,8 +80,8 @@ def busy_fault_domains(views, by_vm, outside_is_free=False):
                 domain = views[host]["domain"] if host else UNSEEN_DOMAIN
                 # Busy, but it licenses no other event to join the domain: the event may end any moment (a Freeze of
                 # seconds stays Started for minutes), and a drain made on that word would then be one more domain.
-                hold(domain, "%s is in %s event %s" % (name, "approved" if started else event["event_status"],
-                                                        event["event_id"]), False, event["event_id"])
+                status = "approved" if started else event["event_status"]
+                hold(domain, "%s is in %s event %s" % (name, status, event["event_id"]), False, event["event_id"])
     return busy, set(busy) - certain, holders
 
 

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import re
 import time
 from configparser import ConfigParser
 
@@ -31,6 +32,12 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.contro
     AUTH_ARGUMENT_SPEC,
     AuthError,
     resolve_credentials,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.graph_paging import (
+    GraphIncomplete,
+    GraphRefused,
+    all_rows,
+    events_query,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.graph_read import (
     lags_behind,
@@ -51,7 +58,6 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.
 )
 
 GRAPH_PATH = "/providers/Microsoft.ResourceGraph/resources?api-version=2021-03-01"
-GRAPH_QUERY = 'maintenanceresources | where type == "microsoft.maintenance/scheduledevents"'
 
 
 def info_argument_spec():
@@ -101,17 +107,35 @@ def read_catching_up(read, notified, seconds, sleep=time.sleep, clock=time.monot
     return dict(result, lagging=lags_behind(result, notified))
 
 
-def read_control_plane(client, subscriptions, vm_ids, index, warn):
+def read_control_plane(client, subscriptions, vm_ids, index, warn, sleep=time.sleep):
     """One Resource Graph read, its events placed on the hosts of `vm_ids` (graph_read.py)."""
     try:
         subscriptions = subscriptions or [client.subscription_id()]  # the Azure CLI's: known with its token
     except ArmError as exc:
         raise TaskFailed(str(exc))
     read_at = iso_utc(utc_now())
-    status, answer = _post(client, GRAPH_PATH, {"subscriptions": subscriptions, "query": GRAPH_QUERY})
-    if status != 200 or not isinstance(answer, dict) or not isinstance(answer.get("data"), list):
-        raise TaskFailed("Resource Graph answered %s (%s); nothing was read." % (status, _said(answer)))
-    return dict(read_of_rows(answer["data"], read_at, subscriptions, vm_ids, index, warn), changed=False)
+
+    def post(body):
+        try:
+            return client.post_reading_headers(GRAPH_PATH, body)
+        except ArmError as exc:
+            raise TaskFailed(str(exc))
+    try:
+        rows = all_rows(post, subscriptions, events_query(resource_groups(vm_ids)), sleep)
+    except GraphRefused as exc:
+        raise TaskFailed("Resource Graph answered %s (%s); nothing was read." % (exc.status, _said(exc.answer)))
+    except GraphIncomplete as exc:
+        raise TaskFailed(str(exc))
+    return dict(read_of_rows(rows, read_at, subscriptions, vm_ids, index, warn), changed=False)
+
+
+_RESOURCE_GROUP = re.compile(r"/resourcegroups/([^/]+)/", re.IGNORECASE)
+
+
+def resource_groups(vm_ids):
+    """The resource groups of the hosts' VMs, where their sets publish their events."""
+    found = [_RESOURCE_GROUP.search(str(arm_id) + "/") for arm_id in (vm_ids or {}).values()]
+    return [m.group(1) for m in found if m]
 
 
 def run_acknowledge(params, edges, check_mode, diff_mode):
