@@ -51,7 +51,7 @@ def pytest_unconfigure(config: object) -> None:
 # order the relay role's two installs once began last, 18 minutes into a 2-core make test, and ran alone for 5
 # minutes more. What each test costs in CPU: tools/test_cpu_report.py.
 STARTED_FIRST = (
-    "tests/integration/test_cycle.py::test_watch_walks_the_fault_domains_one_at_a_time_keeping_hosts_that_miss_a_round",
+    "tests/integration/test_cycle.py::test_the_cycle_on_a_schedule_walks_the_fault_domains_one_at_a_time_and_takes_back_hosts_a_run_missed",
     "tests/eda/test_rulebook.py::test_relays_and_the_rulebook_prepare_approve_and_recover_and_a_forged_push_approves_nothing",
     "tests/integration/test_cycle.py::test_regression_a_host_that_fails_after_prepare_still_gets_its_recover",
     "tests/integration/test_safety_regressions.py::test_a_short_freeze_over_a_pending_reboot_does_not_undo_the_reboots_drain",

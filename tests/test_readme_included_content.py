@@ -8,7 +8,7 @@ from typing import Set
 
 REPO = Path(__file__).resolve().parent.parent
 # Tasks files beside the playbooks, imported by them: nothing to run on its own
-NOT_PLAYBOOKS = {"control_node_lock", "role_settings_check", "watch_round"}
+NOT_PLAYBOOKS = {"control_node_lock", "role_settings_check"}
 
 
 def included_content() -> Set[str]:

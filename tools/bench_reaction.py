@@ -1,5 +1,5 @@
 """`make bench-reaction`: event-driven reaction (relays + ansible-rulebook) at 50 and 200 VMs by the size and
-shape of what happens, and the watch playbook on the same 50-VM fleet, measured side by side in one run.
+shape of what happens, and the cycle playbook started every minute on 50 VMs without agents, side by side in one run.
 
 Per fleet size N (time scale 1, an availability set of N VMs in 3 fault domains, served by the simulator on
 127.0.0.1), event-driven: a relay process per VM (poll_interval 1.0 s, heartbeat 30 s) on its VM's IMDS root, the
@@ -13,13 +13,14 @@ rulebook for 5 s, and 15 s more pass, before the next wave):
 - burst: a mass Spot eviction, --burst one-VM Preempts injected within one second, 30 s notice each, on VMs no
   earlier shape used, of every fault domain;
 - burst-short: the same with notices drawn from 5 to 30 s (Spot often goes sooner than its nominal 30 s).
-The watch (50 VMs only; --no-watch skips it): `azure_imds.scheduled_events.watch` with as many forks as hosts; the
-one-vm mix injected as a STREAM, one every 10 s (a watch round takes longer than that, so one-at-a-time would only
-make the run longer without changing what a round sees).
-Without agents (--control-plane-size VMs, every host on the control-plane transport; --graph-lag, Resource Graph's
-lag, is an assumption): the cycle started every --control-plane-period s (--no-control-plane skips it), and the Event
-Grid rulebook with each status change delivered --event-grid-delivery s after it (an assumption; --no-event-grid
-skips it), through a TEST DOUBLE of the Service Bus source; both with the one-vm mix as the watch's stream.
+The scheduled cycle (--scheduled-size VMs, 50 by default; --no-scheduled skips it): `azure_imds.scheduled_events.cycle`
+over IMDS started every --scheduled-period s (60: cron's finest), as cron would (a run that overruns the period is
+followed at once), no agent on the VMs; the one-vm mix injected as a STREAM, one every 10 s (a period is longer than
+that, so one-at-a-time would only make the run longer without changing what a run sees).
+Over Azure's control plane (--control-plane-size VMs, every host on the control-plane transport; --graph-lag, Resource
+Graph's lag, is an assumption): the cycle started every --control-plane-period s (--no-control-plane skips it), and
+the Event Grid rulebook with each status change delivered --event-grid-delivery s after it (an assumption;
+--no-event-grid skips it), through a TEST DOUBLE of the Service Bus source; both with the same stream.
 
 Figures, from the simulator's ground truth and the prepare log, per event: first prepare = the event appears in the
 simulator (`appeared_at`) -> the first of its VMs' prepares starts; last prepare = -> the last of its listed VMs'
@@ -28,8 +29,11 @@ prepared within the run); controller CPU-seconds per event (the rulebook's proce
 CPU from /proc, over the shape's events, heartbeats included); relay max RSS and mean CPU % of one core.
 
     python tools/bench_reaction.py [--sizes 50,200] [--events 6] [--shapes fault-domain,one-vm,burst,burst-short]
-                                   [--burst N] [--no-watch] [--report docs/benchmarks.md]
-Quick try: python tools/bench_reaction.py --sizes 6 --events 2 --burst 3 --no-watch --report ''
+                                   [--burst N] [--scheduled-size 50] [--report docs/benchmarks.md]
+The relay path beside the scheduled cycle, both at 50 VMs, one event at a time (and nothing else):
+    python tools/bench_reaction.py --sizes 50 --shapes one-vm --no-control-plane --no-event-grid
+Quick try: python tools/bench_reaction.py --sizes 6 --shapes one-vm --events 1 --scheduled-size 6 --no-control-plane \
+    --no-event-grid --report ''
 Every wait is bounded; --max-minutes bounds the whole run; processes are killed (whole trees) on any exit.
 """
 from __future__ import annotations
@@ -76,13 +80,11 @@ SHAPES = ("fault-domain", "one-vm", "burst", "burst-short")  # the order they ru
 BURST_SHORT_NOTICE_S = (5, 30)
 Wave = List[Dict[str, Any]]  # event specs injected together
 EDA_GAP_S = 15.0      # after an event's first prepare (event-driven), before the next event
-WATCH_GAP_S = 10.0    # between two events of the watch's stream
+STREAM_GAP_S = 10.0   # between two events of a stream (the scheduled and control-plane runs)
 WAIT_PREPARE_S = 240  # how long an event may wait for its first prepare (a Preempt: until it is gone);
 #                      one not prepared by the end of its size's run counts as missed
 DEADLINE: List[float] = [0.0]  # the whole run's monotonic deadline
-WATCH_SETTINGS = "watch_round_seconds 30, watch_poll_interval 1 (the defaults the README's command runs with)"
 EDA_FORKS = "forks 5 (Ansible's default: the bench's ANSIBLE_CONFIG sets none, as the README's rulebook command)"
-ROUND_STARTS = "TASK [Wait for this host's document to change]"  # the first task of each watch round
 
 
 class OutOfTime(Exception):
@@ -320,39 +322,17 @@ def run_eda(size: int, shapes: List[str], events: int, burst: int, collections: 
         fleet.close()
 
 
-def run_watch(size: int, events: int) -> Result:
-    work = WORK / f"watch-{size}"
+def run_scheduled(size: int, events: int, period_s: float) -> Result:
+    """The cycle over IMDS on a schedule, without agents: started every `period_s` (a run that overruns it starts the
+    next at once), the bench's forks (CycleBench.run); the one-vm mix as a stream."""
+    work = WORK / f"scheduled-{size}"
     work.mkdir()
-    fleet = LiveFleet(None, time_scale=1.0, fleet=FleetSpec(name=f"avset-watch-{size}", vms=size, fault_domains=3))
-    bench = CycleBench(fleet, work)
-    window = events * WATCH_GAP_S + WAIT_PREPARE_S + 120
-    # The README's watch: its round and poll settings at their defaults (WATCH_SETTINGS), forks = hosts as it says.
-    command, env = bench.command("watch", False, True, True, {"watch_seconds": window + 120}, size,
-                                 capture_env(work / "cycles.jsonl"))
-    proc: Optional[subprocess.Popen] = None
+    fleet = LiveFleet(None, time_scale=1.0, fleet=FleetSpec(name=f"avset-scheduled-{size}", vms=size, fault_domains=3))
     try:
-        with (work / "watch.log").open("w") as log:
-            proc = subprocess.Popen(command, env=env, cwd=work, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-        # Start the events once the first round is over: its hosts (quiet ones save no state) wait for changes.
-        log_path = work / "watch.log"
-        wait_for(lambda: log_path.read_text().count(ROUND_STARTS) >= 2 or proc.poll() is not None, 600,
-                 "the watch's first round")
-        if proc.poll() is not None:
-            raise SystemExit("the watch ended:\n" + (work / "watch.log").read_text()[-3000:])
-        print(f"  watch, {size} VMs: first round over; injecting {events} events as a stream", flush=True)
-        cpu0 = tree_cpu(proc.pid)
-        ids = []
-        for n, (wave,) in enumerate(waves("one-vm", fleet, events, 0, [])):
-            ids.append(inject(fleet, wave, n))
-            time.sleep(WATCH_GAP_S)
-        wait_for(lambda: settled(fleet, bench, ids), WAIT_PREPARE_S + 120, "the events to settle",
-                 interval=1.0)
-        cpu1 = tree_cpu(proc.pid)
-        return Result("watch", size, "one-vm", outcomes(fleet, bench, ids), controller_cpu_s=(cpu1 - cpu0) / events,
-                      histories=[work / "cycles.jsonl"])
+        bench = CycleBench(fleet, work)
+        return on_schedule(f"cycle every {period_s:g} s", fleet, bench, capture_env(work / "cycles.jsonl"), events,
+                           period_s, [], work / "cycles.jsonl")
     finally:
-        kill_tree(proc)
         fleet.close()
 
 
@@ -378,28 +358,37 @@ def run_control_plane(size: int, events: int, lag_s: float, period_s: float) -> 
     that overruns it starts the next at once), the VMs never contacted; the one-vm mix as a stream."""
     work = WORK / f"control-plane-{size}"
     fleet, bench, env = control_plane_fleet(work, size, lag_s)
-    ids: List[str] = []
-    cpu = 0.0
     try:
-        pending = list(waves("one-vm", fleet, events, 0, []))
-        next_event = next_run = time.monotonic()
-        while pending or not settled(fleet, bench, ids):
-            if time.monotonic() > DEADLINE[0] or (not pending and time.monotonic() > next_event + WAIT_PREPARE_S):
-                break
-            if pending and time.monotonic() >= next_event:
-                ids.append(inject(fleet, pending.pop(0)[0], len(ids)))
-                next_event = time.monotonic() + WATCH_GAP_S
-            if time.monotonic() >= next_run:
-                next_run = time.monotonic() + period_s
-                before = _children_cpu()
-                bench.run(env=env, timeout=600)
-                cpu += _children_cpu() - before
-            time.sleep(0.2)
-        return Result("control plane, cycle every %g s" % period_s, size, "one-vm", outcomes(fleet, bench, ids),
-                      controller_cpu_s=cpu / max(len(ids), 1), histories=[work / "cycles.jsonl"],
-                      notes=[f"Resource Graph lag {lag_s:g} s (assumed)"])
+        return on_schedule("control plane, cycle every %g s" % period_s, fleet, bench, env, events, period_s,
+                           [f"Resource Graph lag {lag_s:g} s (assumed)"], work / "cycles.jsonl")
     finally:
         fleet.close()
+
+
+def on_schedule(way: str, fleet: LiveFleet, bench: CycleBench, env: Dict[str, str], events: int, period_s: float,
+                notes: List[str], history: Path) -> Result:
+    """The cycle started every `period_s` (start to start, as cron; a run that overruns it starts the next at once)
+    while the one-vm mix arrives as a stream, one event every STREAM_GAP_S, until every event settled; controller
+    CPU: the runs' processes, per event."""
+    ids: List[str] = []
+    cpu = 0.0
+    pending = list(waves("one-vm", fleet, events, 0, []))
+    next_event = next_run = time.monotonic()
+    print(f"  {way}, {len(fleet.vms)} VMs: {len(pending)} event(s) as a stream", flush=True)
+    while pending or not settled(fleet, bench, ids):
+        if time.monotonic() > DEADLINE[0] or (not pending and time.monotonic() > next_event + WAIT_PREPARE_S):
+            break
+        if pending and time.monotonic() >= next_event:
+            ids.append(inject(fleet, pending.pop(0)[0], len(ids)))
+            next_event = time.monotonic() + STREAM_GAP_S
+        if time.monotonic() >= next_run:
+            next_run = time.monotonic() + period_s
+            before = _children_cpu()
+            bench.run(env=env, timeout=600)
+            cpu += _children_cpu() - before
+        time.sleep(0.2)
+    return Result(way, len(fleet.vms), "one-vm", outcomes(fleet, bench, ids), controller_cpu_s=cpu / max(len(ids), 1),
+                  histories=[history], notes=notes)
 
 
 def run_event_grid(size: int, events: int, lag_s: float, delivery_s: float, collections: Path) -> Result:
@@ -407,7 +396,7 @@ def run_event_grid(size: int, events: int, lag_s: float, delivery_s: float, coll
     after it happens (Event Grid and Service Bus; an assumption: Azure publishes no figure), through the TEST
     DOUBLE of azure.azcollection's Service Bus source (tests/eda/service_bus_double: no Service Bus is reachable
     here), the real ansible-rulebook and the cycles it starts, which read Resource Graph (lagging `lag_s`) and
-    acknowledge; the one-vm mix as the watch's stream."""
+    acknowledge; the one-vm mix as a stream."""
     work = WORK / f"event-grid-{size}"
     fleet, bench, env = control_plane_fleet(work, size, lag_s)
     queue = event_grid_files(work, bench.inventory, {vm.name: vm.resource_id for vm in fleet.engine.fleet.vms})
@@ -435,7 +424,7 @@ def run_event_grid(size: int, events: int, lag_s: float, delivery_s: float, coll
                 break
             if pending and time.monotonic() >= next_event:
                 ids.append(inject(fleet, pending.pop(0)[0], len(ids)))
-                next_event = time.monotonic() + WATCH_GAP_S
+                next_event = time.monotonic() + STREAM_GAP_S
             due = fleet.sim.clock.now() - timedelta(seconds=delivery_s)
             with fleet.sim.lock:
                 fresh = [d for d in control_plane.deliveries(fleet.engine, due) if d["id"] not in sent]
@@ -490,7 +479,8 @@ def render(results: List[Result], argv: List[str], wall: float) -> str:
     lines = [
         SECTION, "",
         f"Command: `{command}` (`make bench-reaction` runs the defaults: `--sizes 50,200 --events 6`, bursts of 50 "
-        f"or as many as a size leaves, every shape, and the watch); {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
+        f"or as many as a size leaves, every shape, the scheduled cycle at 50 VMs, the control plane and Event Grid); "
+        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
         f"head {head}{' with uncommitted changes' if dirty else ''}, {wall / 60:.1f} wall minutes, this project's "
         "2-core machine (shared and noisy).", "",
         "Time scale 1. Event-driven: a relay process per VM (poll 1 s, heartbeat 30 s), the real ansible-rulebook with "
@@ -499,16 +489,18 @@ def render(results: List[Result], argv: List[str], wall: float) -> str:
         f"rulebook for 5 s) and {EDA_GAP_S:g} s apart: fault-domain (a Platform Reboot of every VM of fault domain 0, 900 s "
         "notice), one-vm (half Preempt with 30 s notice, half Reboot with 900 s, one VM each), burst (one-VM Preempts "
         "within one second, 30 s notice, VMs of every fault domain), burst-short (the same, notices drawn from "
-        f"{BURST_SHORT_NOTICE_S[0]} to {BURST_SHORT_NOTICE_S[1]} s). Watch: `azure_imds.scheduled_events.watch`, "
-        f"forks = VMs, {WATCH_SETTINGS}, the one-vm mix as a stream (one every {WATCH_GAP_S:g} s). "
-        "First / last prepare = the event "
+        f"{BURST_SHORT_NOTICE_S[0]} to {BURST_SHORT_NOTICE_S[1]} s). Scheduled cycle: "
+        "`azure_imds.scheduled_events.cycle` over IMDS started every period (start to start, as cron; a run that "
+        "overruns it is followed at once), forks 10, no agent on the VMs, the one-vm mix as a stream (one every "
+        f"{STREAM_GAP_S:g} s). First / last prepare = the event "
         "appears in the simulator -> the first / last of its VMs' prepares starts (the prepare log). Controller "
-        "CPU: the rulebook's (or the watch's) process tree, children included, over the shape's events, per event.",
+        "CPU: the rulebook's process tree, children included, over the shape's events, per event (scheduled: the "
+        "runs' processes).",
         "",
     ] + [f"Control plane ({'; '.join(r.notes)}): `azure_imds.scheduled_events.cycle` started every period on a fleet "
          "whose hosts all have `maintenance_cycle_transport: control_plane` (one Resource Graph read per run, "
          "acknowledge for approvals, the VMs not contacted), against the simulator's control-plane face over HTTPS; "
-         "the one-vm mix as the watch's stream; controller CPU: the runs' processes, per event.\n"
+         "the one-vm mix as a stream; controller CPU: the runs' processes, per event.\n"
          for r in results if r.way.startswith("control plane")] + [
         f"Event Grid ({'; '.join(r.notes)}): the rulebook `scheduled_events_event_grid` over the same kind of fleet, "
         "each status change of an event written to the queue of a TEST DOUBLE of azure.azcollection's Service Bus "
@@ -553,8 +545,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--shapes", default=",".join(SHAPES), help="which shapes, of " + ", ".join(SHAPES))
     parser.add_argument("--burst", type=int, default=0,
                         help="Preempts in each burst (default: 50, or as many as the fleet leaves for each burst)")
-    parser.add_argument("--no-watch", action="store_true", help="skip the watch comparison")
-    parser.add_argument("--watch-size", type=int, default=50)
+    parser.add_argument("--no-scheduled", action="store_true", help="skip the scheduled cycle over IMDS")
+    parser.add_argument("--scheduled-size", type=int, default=50)
+    parser.add_argument("--scheduled-period", type=float, default=60.0,
+                        help="seconds between two starts of the scheduled cycle (cron's finest is 60)")
     parser.add_argument("--no-control-plane", action="store_true", help="skip the control-plane poll")
     parser.add_argument("--control-plane-size", type=int, default=50)
     parser.add_argument("--graph-lag", type=float, default=30.0,
@@ -598,15 +592,15 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise SystemExit(f"bench_reaction: at {size} VMs, {why}")
     started = time.monotonic()
     collections = environment(WORK)
-    print(f"bench-reaction: sizes {sizes}, shapes {shapes} ({args.events} events, bursts of {bursts}), watch "
-          f"{'off' if args.no_watch else args.watch_size}; work in {WORK}", flush=True)
+    print(f"bench-reaction: sizes {sizes}, shapes {shapes} ({args.events} events, bursts of {bursts}), scheduled "
+          f"cycle {'off' if args.no_scheduled else args.scheduled_size}; work in {WORK}", flush=True)
     results: List[Result] = []
     stopped = False
     try:
         for size in sizes:
             run_eda(size, shapes, args.events, bursts[size], collections, results)
-        if not args.no_watch:
-            results.append(run_watch(args.watch_size, args.events))
+        if not args.no_scheduled:
+            results.append(run_scheduled(args.scheduled_size, args.events, args.scheduled_period))
         if not args.no_control_plane:
             results.append(run_control_plane(args.control_plane_size, args.events, args.graph_lag,
                                              args.control_plane_period))

@@ -1,10 +1,11 @@
-"""`make demo`: a 6-VM availability set through platform maintenance, driven by the real watch playbook.
+"""`make demo`: a 6-VM availability set through platform maintenance, driven by the real cycle playbook on a schedule.
 
-Starts the IMDS simulator (3 fault domains, platform maintenance, time scale 100),
-runs `ansible-playbook azure_imds.scheduled_events.watch` against it with the
-marker_file example prepare/recover tasks and the history callback enabled, until every
-host is quiet again, then prints what happened, from the simulator's ground truth
-and the example tasks' audit log. The captured history is left at HISTORY.
+Starts the IMDS simulator (3 fault domains, platform maintenance, time scale TIME_SCALE) and
+runs `ansible-playbook azure_imds.scheduled_events.cycle` against it every PERIOD_S wall seconds,
+as cron would (a run that overruns the period is followed at once), with the marker_file example
+prepare/recover tasks and the history callback enabled, until the maintenance is over and every
+VM recovered; then prints what happened, from the simulator's ground truth and the example
+tasks' audit log. The captured history is left at HISTORY.
 """
 from __future__ import annotations
 
@@ -27,7 +28,10 @@ from imds_simulator.server import ServerOptions, Simulator, serve_in_thread  # n
 from tools.stage_collection import stage  # noqa: E402
 
 TIME_SCALE = 30.0
+PERIOD_S = 5.0      # wall seconds from one cycle's start to the next: 2.5 simulated minutes at TIME_SCALE
+DEADLINE_S = 480.0  # wall seconds: the walk takes about two minutes
 WORK = REPO / "build" / "demo"
+LOG = WORK / "cycles.log"  # every run's output, one after the other
 HISTORY = Path.home() / ".ansible" / "scheduled_events" / "demo-history.jsonl"
 
 
@@ -45,7 +49,7 @@ def prepare_work() -> Dict[str, str]:
     # Tells event_analysis (and the notebooks) that these seconds are compressed TIME_SCALE times.
     Path(str(HISTORY) + ".meta.json").write_text(json.dumps({
         "simulated": True, "time_scale": TIME_SCALE,
-        "source": "make demo: the watch playbook against the IMDS simulator (platform-maintenance)"}) + "\n")
+        "source": "make demo: the cycle playbook on a schedule against the IMDS simulator (platform-maintenance)"}) + "\n")
     collections = WORK / "collections"
     stage(collections)
     return dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_NOCOLOR="1",
@@ -83,7 +87,7 @@ def audit(work: Path = WORK) -> List[Dict[str, Any]]:
     return lines
 
 
-def report(sim: Simulator, started: float, returncode: int) -> int:
+def report(sim: Simulator, started: float, runs: List[int]) -> int:
     with sim.lock:
         events = sorted(sim.engine.event_summaries(), key=lambda e: e["appeared_at"])
         approvals = list(sim.engine.approvals)
@@ -112,21 +116,21 @@ def report(sim: Simulator, started: float, returncode: int) -> int:
     print(f"Fault domains walked {' -> '.join(map(str, order))}, "
           f"{'never two in maintenance at once' if not overlap else 'OVERLAPPING (unexpected)'}; "
           f"{len(approvals)} approval(s), one per event, each from its leader.")
-    print(f"History: {len(lines)} records captured in {HISTORY} (playbook log: {WORK / 'watch.log'}).")
+    print(f"History: {len(lines)} records captured in {HISTORY} ({len(runs)} cycles, their log: {LOG}).")
     done = bool(events) and all(ev["status"] == "Removed" for ev in events)
     recovered_all = all({a["host"] for a in actions if a["event_id"] == ev["event_id"] and a["phase"] == "recover"}
                         == set(ev["resources"]) for ev in events)
-    ok = returncode == 0 and done and not overlap and recovered_all
+    ok = bool(runs) and runs[-1] == 0 and done and not overlap and recovered_all
     early = [ev for ev in events if ev["start_reason"] == "approved"]
     analyse()
     if not ok:
-        print(f"Demo did not finish cleanly (ansible-playbook exit {returncode}); see the log.")
+        print(f"Demo did not finish cleanly (ansible-playbook exits {runs}); see the log.")
     elif len(early) == len(events):
         print("Demo finished: every event prepared, approved, completed and recovered.")
     else:  # safe, but slower than the compressed notices on this machine: say so rather than claim it
         print(f"Demo finished: every event completed and recovered, one fault domain at a time; {len(early)} of "
-              f"{len(events)} prepared and approved early, the others started at NotBefore (the watch's rounds "
-              f"were slower than the demo's compressed notices on this machine).")
+              f"{len(events)} prepared and approved early, the others started at NotBefore (the cycles were slower "
+              f"than the demo's compressed notices on this machine).")
     return 0 if ok else 1
 
 
@@ -156,6 +160,37 @@ def _span(low: Any, high: Any) -> str:
     return f"{show(low)}..{show(high)}"
 
 
+def over(sim: Simulator, work: Path = WORK) -> bool:
+    """The scenario has nothing left to do, its events are gone, and every VM they listed ran its recover."""
+    with sim.lock:
+        sim.engine.advance_to(sim.clock.now())
+        events = sim.engine.event_summaries()
+        pending = sim.engine.next_change() is not None
+    recovered = {(a["event_id"], a["host"]) for a in audit(work) if a["phase"] == "recover"}
+    return bool(events) and not pending and all(
+        ev["status"] == "Removed" and all((ev["event_id"], vm) in recovered for vm in ev["resources"])
+        for ev in events)
+
+
+def run_on_schedule(command: List[str], env: Dict[str, str], sim: Simulator) -> List[int]:
+    """The cycle every PERIOD_S wall seconds (start to start, as cron), until over() or DEADLINE_S; each run's
+    exit code."""
+    runs: List[int] = []
+    deadline = time.monotonic() + DEADLINE_S
+    with open(LOG, "w") as log:
+        while time.monotonic() < deadline:
+            started = time.monotonic()
+            log.write(f"\n=== cycle {len(runs) + 1}, {datetime.now(timezone.utc):%H:%M:%S} UTC\n")
+            log.flush()
+            runs.append(subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=WORK,
+                                       check=False).returncode)
+            print(f"  cycle {len(runs)}: exit {runs[-1]}, {time.monotonic() - started:.0f} s", flush=True)
+            if over(sim):
+                break
+            time.sleep(max(0.0, started + PERIOD_S - time.monotonic()))
+    return runs
+
+
 def main() -> int:
     env = prepare_work()
     fleet = build_fleet(FleetSpec(kind="availability_set", name="avset-web", vms=6, fault_domains=3))
@@ -167,22 +202,19 @@ def main() -> int:
     started = time.time()
     print(f"Simulated IMDS at {sim.base_url}: availability set avset-web, 6 VMs in 3 fault domains, "
           f"platform maintenance at time scale {TIME_SCALE:g}.")
-    command = [str(Path(sys.executable).parent / "ansible-playbook"), "azure_imds.scheduled_events.watch",
+    command = [str(Path(sys.executable).parent / "ansible-playbook"), "azure_imds.scheduled_events.cycle",
                "-i", str(inventory), "-f", "10", "-e", json.dumps({
-                   "watch_seconds": 480, "watch_stop_when_quiet": True, "watch_poll_interval": 0.25,
-                   "watch_round_seconds": 10, "watch_quiet_seconds": 8,
                    # the documented examples, opted into (without prepare tasks only user events and
                    # short freezes would be approved early)
                    "prepare_tasks": str(REPO / "playbooks/examples/marker_file/prepare.yml"),
                    "recover_tasks": str(REPO / "playbooks/examples/marker_file/recover.yml"),
+                   "controller_lock": str(WORK / "run.lock"),  # this demo's runs, not a real cycle's of azure_vms
                    "maintenance_cycle_vm_memory": str(WORK / "vms.json"),  # simulated VMs: not in ~/.ansible
                    "maintenance_cycle_prepare_anyway_seconds": 480 / TIME_SCALE})]  # the compressed clock
-    print("Running: " + " ".join(command[1:4]) + " ... (watch until every host is quiet again)", flush=True)
-    with open(WORK / "watch.log", "w") as log:
-        returncode = subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=WORK,
-                                    check=False).returncode
+    print(f"Running: {' '.join(command[1:4])} ... every {PERIOD_S:g} s ({PERIOD_S * TIME_SCALE / 60:g} simulated "
+          f"minutes), as cron would, until the maintenance is over and every VM recovered", flush=True)
     try:
-        return report(sim, started, returncode)
+        return report(sim, started, run_on_schedule(command, env, sim))
     finally:
         server.shutdown()
 

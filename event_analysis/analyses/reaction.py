@@ -6,8 +6,8 @@ Like every other time here, the moment an event appeared is an interval (after t
 or before the first sighting), so the reaction is one too: `reaction_s_min` from the first sighting,
 `reaction_s_max` from the poll before it. With a relay's one-second history the two are a second apart.
 
-The way of running (`trigger`: schedule, watch, event-driven) comes from the action and approval
-records; a history captured before they carried it, or rebuilt from AWX job events, says `unknown`.
+The way of running (`trigger`: schedule, event-driven, or watch in histories the retired watch playbook
+captured) comes from the action and approval records; a history captured before they carried it, or rebuilt from AWX job events, says `unknown`.
 """
 from __future__ import annotations
 

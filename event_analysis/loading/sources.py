@@ -8,7 +8,7 @@ from typing import Optional, Tuple
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"  # event_analysis/samples: shipped in the package (and its wheel)
 SAMPLE_HISTORY = SAMPLES / "sample-history.simulated.jsonl.gz"
 # `make bench-reaction`'s runs (relays' change-only histories and the cycles' callback records, event-driven and
-# watch): the sample of the reaction notebook, whose questions the simulator's sample cannot answer.
+# the retired watch): the sample of the reaction notebook, whose questions the simulator's sample cannot answer.
 REACTION_SAMPLE = SAMPLES / "reaction-sample.simulated.jsonl.gz"
 # Written by `make demo` (tools/demo.py), with a .meta.json sidecar giving its time scale.
 DEMO_HISTORY = Path.home() / ".ansible" / "scheduled_events" / "demo-history.jsonl"

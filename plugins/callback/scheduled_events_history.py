@@ -34,7 +34,7 @@ description:
     from these lines.
   - Approval and action lines carry C(trigger), how the cycle was run, from the play's
     C(maintenance_cycle_trigger) (an extra var or a play var), one of V(event-driven) (the shipped rulebooks set it),
-    V(watch) (the watch playbook sets it), V(schedule) when nothing sets it (the cycle playbook run by hand, from
+    V(watch) (the retired watch playbook set it), V(schedule) when nothing sets it (the cycle playbook run by hand, from
     cron or on an AWX schedule), V(other) for any other value.
   - Concurrent runs can share one file. Each write takes an exclusive C(flock) lock on the file and appends
     whole lines with one C(write). A line left torn by a killed writer is ended before the next record is
@@ -287,7 +287,7 @@ def _action(task, fields):
 
 
 def _play_var(play, name):
-    """A variable as the play sets it: extra vars first (the rulebooks), then the play's own vars (the watch)."""
+    """A variable as the play sets it: extra vars first (the rulebooks), then the play's own vars."""
     manager = play.get_variable_manager() if hasattr(play, "get_variable_manager") else None
     extra = getattr(manager, "extra_vars", None) or {}
     if name in extra:

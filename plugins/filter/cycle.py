@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters that expose the maintenance cycle's decisions (module_utils/cycle/) to the role and the watch playbook.
+"""Filters that expose the maintenance cycle's decisions (module_utils/cycle/) to the role and the playbooks.
 
 The I/O edge of the pure module: the clock, randomness and the play's host variables come in here.
 """
@@ -21,7 +21,6 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle 
     split_sets,
     transition,
     views,
-    watch as watch_book,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import state_text
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.errors import PolicyError
@@ -40,14 +39,14 @@ def _guard(func, *args, **kwargs):
 
 def _host_input(hostvars, host, remembered, deleting=None):
     """What the plan needs of one host: this run's read and the lock taken with it, its availability set, its last known VM (from
-    an earlier round of a watch, else from the control node's memory, vm_memory), and, when the memory saw its own
-    Preempt or Terminate Started, that sighting (`deleting`: the plan takes the VM as deleted if it stays silent)."""
+    the control node's memory, vm_memory), and, when the memory saw its own Preempt or Terminate Started, that sighting
+    (`deleting`: the plan takes the VM as deleted if it stays silent)."""
     variables = hostvars[host]
     result = variables.get("maintenance_cycle_query")
     return {"result": result,
             "lock": result.get("lock") if isinstance(result, dict) else None,
             "availability_set": variables.get("maintenance_cycle_availability_set") or "",
-            "last_vm": variables.get("maintenance_cycle_last_vm") or remembered.get(host),
+            "last_vm": remembered.get(host),
             "left_alone": variables.get("maintenance_cycle_left_alone") is True,
             "deleting": (deleting or {}).get(host)}
 
@@ -139,43 +138,9 @@ def cycle_run_name(controller, awx_job_id=None):
     return run_name.run_name(controller, secrets.randbelow(2 ** 48), datetime.now(timezone.utc), awx_job_id)
 
 
-def _now():
-    return datetime.now(timezone.utc).timestamp()
-
-
-def watch_start(given):
-    """{settings, book}: the watch's checked settings and a host's book (the `watch` host fact)."""
-    settings = _guard(watch_book.watch_settings, dict(given or {}))
-    return {"settings": settings, "book": watch_book.watch_start(settings, _now())}
-
-
-def watch_timing(watch, deleting=None, host="this host"):
-    """This round's timing for a host, now: how long to wait, how long it has not been read, and whether, unread,
-    it is taken as deleted (`deleting`: vm_memory's sighting of its own Preempt or Terminate Started)."""
-    now = _now()
-    unread, too_long = watch_book.watch_unread(watch["book"], watch["settings"], now)
-    deleting = deleting if isinstance(deleting, dict) else None
-    gone = deleted.taken_as_deleted(deleting, datetime.fromtimestamp(now, timezone.utc))
-    return {"wait_seconds": watch_book.watch_wait_seconds(watch["book"], watch["settings"], now),
-            "unread_seconds": round(unread), "unread_too_long": too_long and not gone, "deleted": gone,
-            "deleted_note": deleted.deleted_note(str(host), deleting) if gone else ""}
-
-
-def watch_after_round(watch, result):
-    return dict(watch, book=watch_book.watch_after_round(watch["book"], dict(result), _now()))
-
-
-def watch_done(hosts, hostvars, hosts_in_target):
-    watches = [hostvars[host]["watch"] for host in hosts]
-    if not watches:
-        return False  # no host in the round: the next round (or the deadline) decides
-    return watch_book.watch_done([w["book"] for w in watches], int(hosts_in_target), watches[0]["settings"], _now())
-
-
 class FilterModule(object):
     def filters(self):
         return {"cycle_plan": cycle_plan, "cycle_confirm": cycle_confirm, "cycle_state": cycle_state, "cycle_step_state": cycle_step_state,
-                "cycle_run_name": cycle_run_name, "watch_start": watch_start, "watch_timing": watch_timing,
-                "watch_after_round": watch_after_round, "watch_done": watch_done, "read_vms": read_vms,
+                "cycle_run_name": cycle_run_name, "read_vms": read_vms,
                 "outside_vms": outside_vms, "cycle_plan_table": cycle_plan_table,
                 "run_policy_error": run_policy_error}

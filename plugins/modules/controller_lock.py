@@ -17,12 +17,12 @@ description:
   - Takes or releases a lock file on the control node that names the C(ansible-playbook) process holding it
     (its pid and start time). While that process lives, another run that asks for the same lock fails at once,
     with a sentence naming the holder, before it touches any VM. A cron job that starts a cycle while the last
-    one still runs, or a cycle started during a watch, stops there.
+    one still runs, or a cycle started by hand during a scheduled one, stops there.
   - A lock whose process has ended (killed, crashed, or a run that stopped before its last play) holds
     nothing, and the next run takes it over with a warning. The lock records the machine too; a lock written by
     another machine (a shared home directory) counts as held.
-  - The shipped C(cycle) and C(watch) playbooks take it first and release it in a last play on C(localhost).
-    Their variable C(controller_lock) names the lock file, by default
+  - The shipped C(cycle) playbook takes it first and releases it in a last play on C(localhost).
+    Its variable C(controller_lock) names the lock file, by default
     C(~/.ansible/azure_imds_scheduled_events/run-<target>.lock); an empty string takes none.
   - That last play does not run when every host failed, or when C(--limit) leaves out C(localhost); the next
     run then takes the lock over, with a warning.

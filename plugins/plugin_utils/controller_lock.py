@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The control-node lock: one run of the collection's playbooks per target on this machine.
 
-Cron starting a cycle while the last one still runs, or a cycle started during a watch, would
+Cron starting a cycle while the last one still runs, or a cycle started by hand during it, would
 do every VM's work twice. The lock file names the ansible-playbook process that holds it (its
 pid and its start time, so that a reused pid is not mistaken for it); a process that is gone
 holds nothing, so a killed run never blocks the next one. Judging is pure; the file work

@@ -40,7 +40,7 @@ FIRST_SEEN_MAX_AGE_S = 2 * 24 * 3600.0   # an event is long gone by then; the me
 class RunTally:
     """What one playbook run did, as the callback saw it."""
     trigger: str = "schedule"
-    plans: int = 0                                          # cycles planned (one plan per cycle, or per watch round)
+    plans: int = 0                                          # cycles planned (one plan per cycle)
     first_seen: Dict[str, float] = field(default_factory=dict)   # event id -> earliest read in this run showing it
     prepares: List[Tuple[str, str, float]] = field(default_factory=list)   # (event id, host, when it began)
     recovers: List[Tuple[str, str]] = field(default_factory=list)          # (event id, host)
@@ -146,8 +146,7 @@ def controller_families(counters):
             runs.add(counters.runs.get("%s/%s" % (way, result), 0), trigger=way, result=result)
     families = [runs]
     for name, table, help_text in (
-            ("cycles_total", counters.cycles, "Maintenance cycles planned (one per cycle run, one per watch round "
-                                              "with work)."),
+            ("cycles_total", counters.cycles, "Maintenance cycles planned (one per cycle run)."),
             ("prepares_total", counters.prepares, "Prepares begun, one per VM and event."),
             ("recovers_total", counters.recovers, "Recovers begun, one per VM and event."),
             ("recover_failures_total", counters.recover_failures, "Recovers begun on a VM that then failed or was "

@@ -17,7 +17,7 @@ from tests.analysis.histories import event, observation, write_lines, at
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 SAMPLE = ea.SAMPLE_HISTORY
-# make bench-reaction's runs: relays' change-only histories with the cycles' callback records (event-driven, watch)
+# make bench-reaction's runs: relays' change-only histories with the cycles' callback records (event-driven, the retired watch)
 RELAY_CAPTURE = ea.REACTION_SAMPLE
 
 
@@ -99,7 +99,7 @@ def test_each_notebook_applies_its_filters_and_copes_with_a_quiet_history(notebo
 def test_the_reaction_notebook_shows_each_way_of_running_and_the_late_preparation(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.analysis.test_reaction import history
-    history(tmp_path)  # writes tmp_path/h.jsonl: an event-driven Reboot and a late Preempt under the watch
+    history(tmp_path)  # writes tmp_path/h.jsonl: an event-driven Reboot and a late Preempt under the watch (an old history's trigger)
     executed = execute(REPO / "notebooks" / "reaction.ipynb", tmp_path / "r.ipynb", monkeypatch,
                        history=str(tmp_path / "h.jsonl"))
     output = text_of(executed)

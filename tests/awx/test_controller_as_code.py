@@ -1,7 +1,7 @@
 """The AWX material (awx/): controller.yml syntax-checked against the real awx.awx collection and run up to its
 first call to a controller (its checks of the variables, the surveys it sends), surveys that the role's argument
-specs accept, one-at-a-time job templates that run the skeleton project's playbooks, valid schedules of which
-only one of cycle and watch is enabled, and an execution environment whose build context ansible-builder writes
+specs accept, one-at-a-time job templates that run the skeleton project's playbooks, valid schedules whose cycle
+can be turned off, and an execution environment whose build context ansible-builder writes
 (no AWX server or container engine here)."""
 from __future__ import annotations
 
@@ -19,8 +19,6 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.template import Templar, trust_as_template
 from dateutil.rrule import rrulestr
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.errors import PolicyError
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.watch import watch_settings
 
 REPO = Path(__file__).resolve().parents[2]
 AWX = REPO / "awx"
@@ -32,7 +30,7 @@ ROLE_SPEC = yaml.safe_load((REPO / "roles" / "maintenance_cycle" / "meta" / "arg
 MAIN_OPTIONS: Dict[str, Any] = ROLE_SPEC["argument_specs"]["main"]["options"]
 # Survey variables the playbooks map onto role options.
 PLAYBOOK_TO_ROLE = {"prepare_tasks": "maintenance_cycle_prepare_tasks", "recover_tasks": "maintenance_cycle_recover_tasks"}
-SURVEYS = ["cycle.json", "watch.json", "approve.json", "collect.json"]
+SURVEYS = ["cycle.json", "approve.json", "collect.json"]
 
 
 def survey(name: str) -> List[Dict[str, Any]]:
@@ -54,7 +52,7 @@ def test_the_controller_playbook_passes_syntax_check_with_awx_awx() -> None:
 
 
 def test_job_templates_run_the_skeleton_projects_playbooks_one_at_a_time() -> None:
-    assert {Path(t["playbook"]).stem for t in TEMPLATES.values()} == {"cycle", "watch", "approve", "collect"}
+    assert {Path(t["playbook"]).stem for t in TEMPLATES.values()} == {"cycle", "approve", "collect"}
     task = next(t for t in CONTROLLER["tasks"] if "awx.awx.job_template" in t)
     assert task["awx.awx.job_template"]["allow_simultaneous"] is False
     assert task["awx.awx.job_template"]["survey_enabled"] is True
@@ -105,32 +103,15 @@ def test_schedules_name_templates_and_parse_as_rrules() -> None:
         rule = rrulestr(schedule["rrule"].replace(" RRULE:", "\nRRULE:"))
         first, second = rule[0], rule[1]
         intervals[schedule["template"]] = (second - first).total_seconds()
-    assert intervals == {"Azure maintenance cycle": 300, "Azure maintenance watch": 3600,
-                         "Azure collect observations": 3600}
+    assert intervals == {"Azure maintenance cycle": 300, "Azure collect observations": 3600}
 
 
 @pytest.mark.parametrize("choice, enabled", [
-    (None, {"Azure maintenance cycle"}), ("cycle", {"Azure maintenance cycle"}),
-    ("watch", {"Azure maintenance watch"}), ("none", set())])
-def test_never_both_the_cycle_and_the_watch_schedule(choice: Any, enabled: set) -> None:
+    (None, {"Azure maintenance cycle"}), ("cycle", {"Azure maintenance cycle"}), ("none", set())])
+def test_the_cycle_schedule_is_on_unless_none_is_chosen(choice: Any, enabled: set) -> None:
     given = {} if choice is None else {"maintenance_schedule": choice}
     on = {s["template"] for s in CONTROLLER["vars"]["schedules"] if render(s["enabled"], **given) is True}
     assert on - {"Azure collect observations"} == enabled
-
-
-def test_the_watch_job_ends_inside_its_hour_and_before_its_timeout() -> None:
-    (seconds,) = [q for q in survey("watch.json") if q["variable"] == "watch_seconds"]
-    template = TEMPLATES["Azure maintenance watch"]
-    # default: the hour less the job's start-up (an EE and an inventory sync) and its last round
-    assert seconds["default"] <= 3600 - 300
-    # the longest watch the survey allows, plus a last round of about 170 s at 50 VMs (docs/soak.md) and the
-    # final plays, ends before the job's timeout kills it
-    assert seconds["max"] + 600 <= template["timeout"]
-    assert int(render(template["forks"])) >= 50 and int(render(template["forks"], watch_forks=80)) == 80
-    for value in (seconds["min"], seconds["default"], seconds["max"]):
-        assert watch_settings({"watch_seconds": value})["watch_seconds"] == value
-    with pytest.raises(PolicyError, match="watch_seconds"):
-        watch_settings({"watch_seconds": 0})
 
 
 @pytest.mark.parametrize("name", SURVEYS)
@@ -162,7 +143,7 @@ def validate(answers: Dict[str, Any]) -> List[str]:
     return ArgumentSpecValidator(spec).validate(role_options_of(answers)).error_messages
 
 
-@pytest.mark.parametrize("name", ["cycle.json", "watch.json"])
+@pytest.mark.parametrize("name", ["cycle.json"])
 def test_every_survey_answer_the_policy_surveys_allow_passes_the_role_argument_specs(name: str) -> None:
     questions = survey(name)
     assert validate(survey_answers(questions)) == []
@@ -196,7 +177,7 @@ def test_the_freeze_threshold_can_say_never() -> None:
 
 
 def test_the_task_file_questions_are_relative_to_the_project_and_empty_by_default() -> None:
-    for name in ("cycle.json", "watch.json"):
+    for name in ("cycle.json",):
         for question in survey(name):
             if question["variable"] in PLAYBOOK_TO_ROLE:
                 assert question["default"] == "" and question["required"] is False

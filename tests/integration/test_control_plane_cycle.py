@@ -102,15 +102,17 @@ def test_one_plan_over_imds_and_the_control_plane_approves_each_event_once_and_r
             and r["event_ids"] == [first]] == ["control_plane"]
 
 
-def test_the_watch_stops_in_one_sentence_before_reading_a_control_plane_host(tmp_path: Path) -> None:
-    """Only the cycle reads through the control plane yet: the watch would wait on the VM's IMDS for ever."""
+def test_the_approve_playbook_stops_in_one_sentence_before_reading_a_control_plane_host(tmp_path: Path) -> None:
+    """Only the cycle reads through the control plane yet: the approve playbook would read the VM's IMDS, where a
+    control-plane host never answers."""
     fleet = LiveFleet(None, time_scale=10.0, fleet=FleetSpec(vms=2, fault_domains=1))
     try:
         bench = CycleBench(fleet, tmp_path, control_plane=[fleet.vms[0]])
-        run = bench.run("watch", extra={"watch_seconds": 30})
+        run = bench.run("approve", extra={"event_ids": "00000000-0000-0000-0000-000000000000"})
     finally:
         fleet.close()
     assert run.returncode != 0 and "Traceback" not in run.stdout + run.stderr
-    assert (f"The watch playbook reads every host through its IMDS, and {fleet.vms[0]} uses maintenance_cycle_transport "
-            "control_plane") in run.stdout, run.stdout[-3000:]
-    assert fleet.approvals() == [] and "PLAY [Watch - set up]" not in run.stdout, "stopped before any host was read"
+    assert (f"The approve playbook reads every host through its IMDS, and {fleet.vms[0]} uses "
+            "maintenance_cycle_transport control_plane") in run.stdout, run.stdout[-3000:]
+    assert fleet.approvals() == [] and "PLAY [Approve Azure Scheduled Events]" not in run.stdout, \
+        "stopped before any host was read"

@@ -5,7 +5,7 @@
 
 The cycle's decisions, one concept per file of this folder: `views` (what the plan knows of each host),
 `fault_domains` (the fault-domain rule), `split_sets` (sets split over runs), this file (the plan: prepares,
-approvals, recovers), `transition` (what a host saves at each step), `watch` (a watch's rounds). The role is a linear shell around them
+approvals, recovers), `transition` (what a host saves at each step). The role is a linear shell around them
 (through the `cycle` filters); the safety-invariant tests drive the very same functions against the simulator.
 Rules (docs/safety-rules.md states them for users):
 

@@ -8,11 +8,11 @@ the Delete policy, or a scale-set instance removed by a Terminate, never answers
 fault domain for as long as it stays in the inventory, and the set would lose every early approval. So the
 control node remembers (vm_memory) when one of the cycle's own reads (the VM's, or usually another VM's of its
 set: a VM being deleted rarely answers) showed the VM's own Preempt or Terminate Started, and a VM that has
-not answered since, DELETED_AFTER_S later, is taken as deleted: it holds no fault domain, and leaves the runs
-and the watch. Silence alone never does that (an unconfirmed silence stays busy),
-nor a relay's or the control plane's word: only the cycle's own read of the Started event. A Spot VM evicted
-with the Deallocate policy is stopped, not deleted: it stays out until someone starts it, and its first read
-then makes it an ordinary host again (its owed recovers run).
+not answered since, DELETED_AFTER_S later, is taken as deleted: it holds no fault domain, and leaves the runs.
+Silence alone never does that (an unconfirmed silence stays busy), nor a relay's or the control plane's word:
+only the cycle's own read of the Started event. A Spot VM evicted with the Deallocate policy is stopped, not
+deleted: it stays out until someone starts it, and its first read then makes it an ordinary host again (its
+owed recovers run).
 """
 
 from __future__ import absolute_import, division, print_function

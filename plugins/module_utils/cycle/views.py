@@ -81,7 +81,7 @@ def host_views(hosts, unit="fault_domain", now=None):
 
     `result` is the host's scheduled_events_info result of this run (None, failed or unreachable when it
     could not be read); `lock` is the `lock` that scheduled_events_lock returned before that read (None when
-    no lock is taken); `last_vm` is its `this_vm` from an earlier read (a watch keeps it), so that a host
+    no lock is taken); `last_vm` is its `this_vm` from an earlier read (vm_memory keeps it), so that a host
     without a fresh read still holds its last known fault domain; `left_alone` marks a host the run did not
     contact (maintenance_cycle_leave_alone): unread, whatever result it carries; `deleting` is vm_memory's
     sighting of the VM's own Preempt or Terminate Started: an unread host is DELETED once it is old enough at

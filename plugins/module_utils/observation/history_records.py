@@ -24,7 +24,8 @@ APPROVE_MODULE = "scheduled_events_approve"
 # The role's prepare and recover includes name their loop index (loop_control.index_var) so that each loop
 # item's result says which of the two began on its host, and for which event (the item): an action record.
 ACTION_INDEX_VARS = {"maintenance_cycle_prepare_index": "prepare", "maintenance_cycle_recover_index": "recover"}
-# How the cycle was run, from the play's `maintenance_cycle_trigger` (the rulebooks and the watch set it).
+# How the cycle was run, from the play's `maintenance_cycle_trigger` (the rulebooks set it; `watch`: the retired watch
+# playbook set it, and the histories it captured still carry it).
 TRIGGERS = ("schedule", "watch", "event-driven")
 DEFAULT_TRIGGER = "schedule"   # the cycle playbook run by hand, from cron or on an AWX schedule
 

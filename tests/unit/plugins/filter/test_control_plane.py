@@ -17,7 +17,7 @@ def test_only_the_cycle_runs_over_control_plane_hosts_the_others_stop_in_one_sen
     from ansible_collections.azure_imds.scheduled_events.plugins.filter.control_plane import control_plane_error
     hostvars = {"a": {"maintenance_cycle_transport": "control_plane"}, "b": {}}
     assert control_plane_error(["a", "b"], hostvars, "cycle") == ""
-    assert control_plane_error(["b"], hostvars, "watch") == ""
-    sentence = control_plane_error(["a", "b"], hostvars, "watch")
-    assert sentence.startswith("The watch playbook reads every host through its IMDS, and a uses ")
+    assert control_plane_error(["b"], hostvars, "approve") == ""
+    sentence = control_plane_error(["a", "b"], hostvars, "approve")
+    assert sentence.startswith("The approve playbook reads every host through its IMDS, and a uses ")
     assert sentence.endswith("or leave them out of this run's target.") and sentence.count(".") == 1

@@ -1,12 +1,10 @@
 """The cycle filters' edge (plugins/filter/cycle.py): what goes from the play's host variables into the memory."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.azure_imds.scheduled_events.plugins.filter.cycle import read_vms, watch_start, watch_timing
+from ansible_collections.azure_imds.scheduled_events.plugins.filter.cycle import read_vms
 
 VM0 = {"name": "vm0", "fault_domain": 0, "vm_scale_set_name": "web"}
 
@@ -24,18 +22,6 @@ def test_read_vms_carries_the_preempts_and_terminates_a_read_shows_started() -> 
     seen = read_vms(["a", "b", "c", "d"], hostvars)
     sighting = {"event_id": "E1", "event_type": "Preempt", "resources": ["vm9"]}
     assert seen == {"a": dict(VM0, started_deletes=[sighting]), "b": VM0}
-
-
-def test_a_watch_lets_a_vm_taken_as_deleted_leave_instead_of_failing_its_rounds() -> None:
-    watch = watch_start({"unread_seconds": 60})
-    watch = dict(watch, book=dict(watch["book"], read_at=watch["book"]["read_at"] - 3600))  # unread for an hour
-    assert watch_timing(watch)["unread_too_long"] is True and watch_timing(watch)["deleted"] is False
-    long_ago = (datetime.now(timezone.utc) - timedelta(minutes=10)).isoformat()
-    timing = watch_timing(watch, {"event_id": "E1", "event_type": "Terminate", "started_seen_at": long_ago}, "web3")
-    assert timing["deleted"] is True and timing["unread_too_long"] is False
-    assert timing["deleted_note"].startswith("web3 is taken as deleted: its own Terminate E1 was seen Started")
-    just_now = datetime.now(timezone.utc).isoformat()
-    assert watch_timing(watch, {"event_id": "E1", "started_seen_at": just_now})["unread_too_long"] is True
 
 
 def test_the_plan_and_the_run_check_read_each_hosts_own_policy_from_its_variables() -> None:
