@@ -245,3 +245,18 @@ def test_ansible_builder_writes_the_execution_environment_build_context(tmp_path
         ["azure_imds.scheduled_events", "ansible.windows", "azure.azcollection"]
     meta = yaml.safe_load((REPO / "meta" / "execution-environment.yml").read_text())
     assert meta["version"] == 1 and (REPO / meta["dependencies"]["python"]).is_file()
+
+
+def test_regression_each_rulebook_tells_its_cycles_how_many_may_run_side_by_side() -> None:
+    """Cycles side by side are kept apart only by the VM locks, so a cycle refuses hosts that take none once more than
+    one may run (maintenance_cycle_parallel_runs). The AWX rulebook launched jobs side by side (the template's
+    allow_simultaneous) without saying so, and the refusal was off there: each rulebook passes the source's own
+    max_parallel_runs."""
+    for name in ("scheduled_events.yml", "scheduled_events_controller.yml"):
+        (ruleset,) = yaml.safe_load((REPO / "extensions" / "eda" / "rulebooks" / name).read_text())
+        (source,) = ruleset["sources"]
+        launched = ruleset["rules"][0].get("actions", [ruleset["rules"][0].get("action")])[0]
+        extra = next(iter(launched.values()))
+        extra = extra.get("job_args", extra)["extra_vars"]
+        assert extra["maintenance_cycle_parallel_runs"] == source["azure_imds.scheduled_events.scheduled_events"][
+            "max_parallel_runs"], name

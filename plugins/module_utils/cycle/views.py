@@ -152,14 +152,14 @@ def _mark_ambiguous(views):
     and the other host must not take an event meant for that VM as its own."""
     by_name = {}
     for view in views.values():
-        if view["status"] == DELETED:
-            continue  # no event is meant for a VM that is gone
         if view["name_known"] or view["status"] != UNREAD:
             by_name.setdefault(resource_name(view["vm_name"]), []).append(view)
     for same in by_name.values():
         if len(same) > 1:
             for view in same:
-                if view["status"] in (FRESH, BLIND):
+                # A sighting of a deletion is matched by VM name: with two hosts of that name it may be the other's,
+                # so neither is taken as deleted.
+                if view["status"] in (FRESH, BLIND, DELETED):
                     view["status"] = AMBIGUOUS
 
 

@@ -88,3 +88,14 @@ def test_a_vm_that_answers_is_fresh_whatever_the_memory_says() -> None:
     """A Spot VM evicted with the Deallocate policy and started again: its first read makes it an ordinary host."""
     p = plan_cycle(hosts(seen(600), result=read("vm0", 0, [])), {"max_fault_domains_in_maintenance": 1}, NOW)
     assert p["hosts"]["vm0"]["status"] == "fresh"
+
+
+def test_regression_a_sighting_matched_by_a_shared_vm_name_deletes_neither_host() -> None:
+    """Two hosts whose VMs share a name (two resource groups): a Preempt Started that lists the name is remembered for
+    both, and the ambiguity check skipped deleted hosts, so both were taken as deleted and freed their fault
+    domains, the one still there included. Now they are ambiguous: busy, as any two hosts sharing a VM name are."""
+    twins = hosts(seen(600))
+    twins["vm0-rg2"] = {"result": None, "last_vm": vm("vm0", 2), "deleting": seen(600)}
+    p = plan_cycle(twins, {"max_fault_domains_in_maintenance": 1}, NOW)
+    assert p["hosts"]["vm0"]["status"] == "ambiguous" and p["hosts"]["vm0-rg2"]["status"] == "ambiguous"
+    assert p["hosts"]["vm1"]["prepare"] == [] and p["hosts"]["vm1"]["deferred"] != [], "vm1's Reboot waits"
