@@ -19,7 +19,7 @@ KINDS = {
     "body": "answer with the given status and raw body text",
 }
 METHODS = ("GET", "POST", "any")
-PATHS = ("scheduledevents", "compute", "any")
+PATHS = ("scheduledevents", "compute", "identity", "any")  # identity: the VM's managed-identity token endpoint
 
 
 class FaultError(ValueError):

@@ -197,6 +197,10 @@ class Handler(BaseHTTPRequestHandler):
             if method != "GET":
                 self._send(405, wire.error_body("Method not allowed"), {"Allow": "GET"})
                 return
+            fault = self.sim.faults.take(vm_name, method, "identity")
+            if fault is not None and fault.kind == "status":  # IMDS's answers while an identity is being assigned
+                self._send(fault.status, {"error": "unavailable", "error_description": "fault injected"})
+                return
             identities = {k.lower(): v for k, v in self.sim.options.control_plane_identities.items()}
             self._send(*control_plane.identity_token(identities, vm_name, parse_qs(target.query),
                                                      self.headers.get("Metadata")))

@@ -7,7 +7,7 @@ import json
 import time
 import urllib.error
 import urllib.request
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -271,5 +271,38 @@ def test_a_read_throttled_waits_for_the_quota_it_is_told_and_gives_up_in_one_sen
         assert len(rows) == 6 and waits == [1.0], "one wait, of what x-ms-user-quota-resets-after said"
         with pytest.raises(GraphIncomplete, match=r"^Resource Graph throttled the read \(429\) 3 times in a row"):
             all_rows(lambda body: http.post_reading_headers(GRAPH, body), [SUBSCRIPTION], query, lambda s: None)
+    finally:
+        fleet.close()
+
+
+def test_regression_the_managed_identitys_token_is_retried_as_azure_identity_retries_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """IMDS answers 404 while an identity is being assigned, 410 while it updates, 429 and 5xx under load; one such
+    answer failed the task, where azure-identity tries five times more, waiting 2, 4, 8, 16 and 32 s."""
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.arm_client import (
+        ArmClient, ArmError)
+    fleet = LiveFleet(None, time_scale=60.0, fleet=FleetSpec(vms=1), control_plane_tokens=TOKENS,
+                      control_plane_identities={"avset-web-vm0": {"system": "operator"}})
+    try:
+        monkeypatch.setenv("AZURE_POD_IDENTITY_AUTHORITY_HOST", fleet.url("avset-web-vm0"))
+        credentials = {"kind": "msi", "client_id": None, "subscription_id": SUBSCRIPTION,
+                       "cloud_environment": "AzureCloud"}  # the token's audience; no request goes to Azure
+
+        def token_after(*statuses: int) -> Tuple[List[float], Any]:
+            waits: List[float] = []
+            for status in statuses:
+                fleet.fault("avset-web-vm0", {"kind": "status", "status": status, "path": "identity"})
+            client = ArmClient(credentials)
+            client._sleep = waits.append  # the waits, not slept: the schedule is what is checked
+            try:
+                return waits, client.token()
+            except ArmError as exc:
+                return waits, exc
+        assert token_after(404, 429, 503) == ([2.0, 4.0, 8.0], "operator")
+        waits, failed = token_after(*[500] * 6)
+        assert waits == [2.0, 4.0, 8.0, 16.0, 32.0] and isinstance(failed, ArmError)
+        assert str(failed).startswith("The managed identity gave no token (HTTP 500")
+        waits, refused = token_after(400)
+        assert waits == [] and isinstance(refused, ArmError), "a 400 is an answer, not a passing moment: not retried"
     finally:
         fleet.close()

@@ -27,6 +27,12 @@ DEFAULT_API_VERSION = "2025-11-01"
 FIRST_SINGLE_VERSION = "2023-10-01"
 FIRST_LIST_VERSION = "2025-10-01"
 GONE_CODES = ("notfound", "invalidscheduledeventid")
+# A 207's per-event codes are not in the published spec (it defines 200 and an error body with details[{target,
+# code, message}]): these are read as approved, and these as refused; any other code says neither, and the event
+# counts as not approved (never as refused, which would fail an approval Azure may have taken) until a read shows it.
+APPROVED_CODES = ("ok", "succeeded", "success", "approved")
+REFUSED_CODES = ("conflict", "badrequest", "forbidden", "authorizationfailed", "invalidrequest", "operationnotallowed",
+                 "failed", "rejected")
 
 
 class AcknowledgeError(ValueError):
@@ -70,17 +76,18 @@ def acknowledge_outcome(status, body, sent_ids):
         results = dict((str(_get(d, "target")).lower(), str(_get(d, "code"))) for d in _list(_get(error, "details")))
         for event_id in sent:
             code = results.get(event_id.lower())
-            if code is None:
-                outcome["unknown"].append(event_id)
-            elif code.lower() in ("ok", "succeeded", "success", "approved"):
+            if code is not None and code.lower() in APPROVED_CODES:
                 outcome["approved"].append(event_id)
-            elif code.lower() in GONE_CODES:
+            elif code is not None and code.lower() in GONE_CODES:
                 outcome["gone"].append(event_id)
-            else:
+            elif code is not None and code.lower() in REFUSED_CODES:
                 outcome["refused"][event_id] = code
+            else:
+                outcome["unknown"].append(event_id)
         if outcome["unknown"]:
-            outcome["error"] = ("Azure's 207 answer said nothing of %s: counted as not approved until a read shows "
-                                "it Started." % ", ".join(outcome["unknown"]))
+            said = ", ".join("%s (%s)" % (i, results.get(i.lower()) or "not named") for i in outcome["unknown"])
+            outcome["error"] = ("Azure's 207 answer does not say whether it acknowledged %s: counted as not approved "
+                                "until a read shows it Started, and never sent again." % said)
     elif status == 404 and len(sent) == 1 and str(_get(error, "code")).lower() in GONE_CODES:
         outcome["gone"] = sent
     else:

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import ssl
+import time
 
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.six.moves.urllib.parse import quote, urlencode
@@ -32,6 +33,10 @@ class ArmError(Exception):
 # from AZURE_POD_IDENTITY_AUTHORITY_HOST (AAD pod identity; the tests' simulated VM).
 IDENTITY_HOST = "http://169.254.169.254"
 IDENTITY_PATH = "/metadata/identity/oauth2/token?api-version=2018-02-01&resource=%s"
+# As azure-identity's ImdsCredential retries: 404 (the identity not assigned yet), 410 (IMDS updating), 429 and 5xx,
+# five times, waiting 2 s, then twice as long each time (at most 60 s)
+IDENTITY_RETRY_STATUSES = (404, 410, 429) + tuple(range(500, 600))
+IDENTITY_RETRY_WAITS = (2.0, 4.0, 8.0, 16.0, 32.0)
 
 
 class ArmClient(object):
@@ -46,6 +51,7 @@ class ArmClient(object):
         self._ca_path = os.environ.get("REQUESTS_CA_BUNDLE") or None
         self._endpoints = None
         self._token = None
+        self._sleep = time.sleep  # between a managed identity's retries
 
     def post(self, path, body=None):
         """-> (HTTP status, parsed JSON body or None); a connection that fails raises ArmError."""
@@ -103,7 +109,11 @@ class ArmClient(object):
         url = host.rstrip("/") + IDENTITY_PATH % quote(self.endpoints()[2], safe="")
         if self.credentials.get("client_id"):
             url += "&client_id=" + quote(self.credentials["client_id"], safe="")
-        status, answer = self._call(url, headers={"Metadata": "true"}, use_proxy=False)
+        for wait in IDENTITY_RETRY_WAITS + (None,):
+            status, answer = self._call(url, headers={"Metadata": "true"}, use_proxy=False)
+            if status not in IDENTITY_RETRY_STATUSES or wait is None:
+                break
+            self._sleep(wait)
         if status != 200 or not isinstance(answer, dict) or not answer.get("access_token"):
             raise ArmError("The managed identity%s gave no token (HTTP %s: %s)." % (
                 " " + self.credentials["client_id"] if self.credentials.get("client_id") else "", status,

@@ -53,6 +53,8 @@ def resolve_credentials(params, environ, read_profile):
         return _identity(params, environ, "msi", "the managed identity")
     places = {"auto": ("options", "environment", "profile"), "env": ("environment",),
               "credential_file": ("profile",), "cli": ()}[source]
+    if source == "auto" and params.get("profile"):
+        places = ("profile",)  # a profile named in the task is where to look, before anything else (azure.azcollection)
     readers = {"options": ("the task's options", lambda: params),
                "environment": ("the environment", lambda: _from_environment(environ)),
                "profile": ("~/.azure/credentials", lambda: read_profile(_profile_name(params, environ)))}
@@ -80,9 +82,35 @@ def _identity(params, environ, kind, where):
         raise AuthError("No subscription_id for the managed identity: give it as an option or in "
                         "AZURE_SUBSCRIPTION_ID.")
     cloud = _cloud(params, environ, {})
-    # msi: a user-assigned identity's client id (the option only: AZURE_CLIENT_ID names a principal's application)
-    return {"kind": kind, "client_id": params.get("client_id") if kind == "msi" else None, "secret": None,
+    client_id = None
+    if kind == "msi":
+        unsupported_identity_host(environ)
+        # a user-assigned identity's client id: the option, else AZURE_CLIENT_ID (as azure.azcollection and
+        # azure-identity read it)
+        client_id = params.get("client_id") or environ.get(ENVIRONMENT["client_id"])
+    return {"kind": kind, "client_id": client_id, "secret": None,
             "tenant": None, "subscription_id": subscription, "cloud_environment": cloud, "source": where}
+
+
+# The hosts other than a VM's IMDS that serve a managed identity, by the variables azure-identity's
+# ManagedIdentityCredential looks for (in its order); IMDS (and AZURE_POD_IDENTITY_AUTHORITY_HOST) is what this reads.
+IDENTITY_HOSTS = (
+    (("AZURE_FEDERATED_TOKEN_FILE",), "AKS workload identity"),
+    (("IDENTITY_ENDPOINT", "IDENTITY_HEADER", "IDENTITY_SERVER_THUMBPRINT"), "Azure Service Fabric"),
+    (("IDENTITY_ENDPOINT", "IDENTITY_HEADER"), "Azure App Service or Azure Functions"),
+    (("IDENTITY_ENDPOINT", "IMDS_ENDPOINT"), "Azure Arc"),
+    (("MSI_ENDPOINT",), "Azure Cloud Shell"),
+)
+
+
+def unsupported_identity_host(environ):
+    """AuthError in one sentence when the environment says the managed identity is served by a host other than the
+    VM's IMDS (azure-identity would go there; asking IMDS instead would give another identity, or none)."""
+    for variables, name in IDENTITY_HOSTS:
+        if all(environ.get(v) for v in variables):
+            raise AuthError("The managed identity here is served by %s (%s set), which this collection does not "
+                            "read: use a service principal or the Azure CLI's login on this controller."
+                            % (name, " and ".join(variables)))
 
 
 def _credentials(settings, params, environ, where):

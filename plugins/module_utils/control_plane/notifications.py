@@ -28,6 +28,9 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.docume
 )
 
 EVENT_GRID_TYPE = "Microsoft.ResourceNotifications.MaintenanceResources.ScheduledEventEmitted"
+# Learn's Event Grid page gives EVENT_GRID_TYPE in its example and in the spec, and this one in its field table: a
+# delivery of either is a scheduled event (were only one accepted and the table right, nothing would ever fire).
+EVENT_GRID_TYPES = (EVENT_GRID_TYPE, "microsoft.maintenance/scheduledevents/write")
 RESOURCE_GRAPH_TYPE = "microsoft.maintenance/scheduledevents"
 # Where an event can be published, and acknowledged (Microsoft.Maintenance's path names them so).
 SCOPE_TYPES = ("virtualMachines", "virtualMachineScaleSets", "availabilitySets")
@@ -48,7 +51,7 @@ def from_event_grid(envelope):
     if not isinstance(envelope, dict):
         raise SightingError("The Event Grid delivery is not an object.")
     event_type = envelope.get("eventType", envelope.get("type"))
-    if not isinstance(event_type, str) or event_type.lower() != EVENT_GRID_TYPE.lower():
+    if not isinstance(event_type, str) or event_type.lower() not in [t.lower() for t in EVENT_GRID_TYPES]:
         return None
     delivery_id = envelope.get("id")
     if not isinstance(delivery_id, str) or not delivery_id.strip():

@@ -49,9 +49,38 @@ def test_without_a_principal_auto_falls_back_to_the_azure_cli_and_msi_is_used_on
     msi = resolve_credentials(dict(NOTHING, auth_source="msi", client_id="user-assigned"),
                               {"AZURE_SUBSCRIPTION_ID": "sub", "AZURE_CLIENT_ID": "a-principal"}, lambda name: {})
     assert (msi["kind"], msi["client_id"], msi["subscription_id"], msi["secret"]) == ("msi", "user-assigned", "sub", None)
-    system = resolve_credentials(NOTHING, {"ANSIBLE_AZURE_AUTH_SOURCE": "msi", "AZURE_SUBSCRIPTION_ID": "sub",
-                                           "AZURE_CLIENT_ID": "a-principal"}, lambda name: {})
-    assert system["client_id"] is None, "AZURE_CLIENT_ID names a principal's application, not an identity"
+    system = resolve_credentials(NOTHING, {"ANSIBLE_AZURE_AUTH_SOURCE": "msi", "AZURE_SUBSCRIPTION_ID": "sub"},
+                                 lambda name: {})
+    assert system["client_id"] is None, "the system-assigned identity"
+
+
+def test_regression_a_managed_identity_takes_its_client_id_from_azure_client_id_as_azure_collection_does() -> None:
+    """AZURE_CLIENT_ID was ignored with auth_source msi: a controller with a user-assigned identity named there (as
+    azure.azcollection and azure-identity read it) asked IMDS for the system-assigned one."""
+    msi = resolve_credentials(NOTHING, {"ANSIBLE_AZURE_AUTH_SOURCE": "msi", "AZURE_SUBSCRIPTION_ID": "sub",
+                                        "AZURE_CLIENT_ID": "user-assigned"}, lambda name: {})
+    assert msi["client_id"] == "user-assigned"
+
+
+def test_regression_a_profile_named_in_the_task_wins_over_the_environment() -> None:
+    """azure.azcollection reads a profile the task names before the environment; the environment won here."""
+    asked = []
+    chosen = resolve_credentials(dict(NOTHING, profile="prod"), ENVIRONMENT, lambda name: asked.append(name) or PROFILE)
+    assert (chosen["client_id"], chosen["source"], asked) == ("file-app", "~/.azure/credentials", ["prod"])
+
+
+@pytest.mark.parametrize("environ, host", [
+    ({"AZURE_FEDERATED_TOKEN_FILE": "/var/run/token", "AZURE_CLIENT_ID": "c"}, "AKS workload identity"),
+    ({"IDENTITY_ENDPOINT": "http://x", "IDENTITY_HEADER": "h"}, "Azure App Service or Azure Functions"),
+    ({"IDENTITY_ENDPOINT": "http://x", "IDENTITY_HEADER": "h", "IDENTITY_SERVER_THUMBPRINT": "t"},
+     "Azure Service Fabric"),
+    ({"IDENTITY_ENDPOINT": "http://x", "IMDS_ENDPOINT": "http://y"}, "Azure Arc"),
+    ({"MSI_ENDPOINT": "http://x"}, "Azure Cloud Shell"),
+])
+def test_regression_a_managed_identity_another_host_serves_is_named_in_one_sentence(environ: dict, host: str) -> None:
+    """azure-identity finds these hosts by their variables; this asked the VM's IMDS whatever the host was."""
+    with pytest.raises(AuthError, match=r"^The managed identity here is served by %s \(" % host):
+        resolve_credentials(dict(NOTHING, auth_source="msi", subscription_id="sub"), environ, lambda name: {})
 
 
 @pytest.mark.parametrize("params, environ, sentence", [

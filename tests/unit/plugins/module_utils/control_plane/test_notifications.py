@@ -41,6 +41,13 @@ def test_an_unknown_status_is_kept_and_flagged() -> None:
     assert from_event_grid(event_grid("Paused"))["event"]["known_status"] is False
 
 
+def test_regression_both_event_types_learn_gives_are_scheduled_events() -> None:
+    """Learn's Event Grid page gives ScheduledEventEmitted in its example and microsoft.maintenance/scheduledevents/write
+    in its field table; only the first was read, so if the table is right the rulebook never fired."""
+    written = dict(event_grid(), eventType="microsoft.maintenance/scheduledevents/write")
+    assert from_event_grid(written)["event"] == from_event_grid(event_grid())["event"]
+
+
 def test_another_event_type_on_the_topic_is_not_ours() -> None:
     other = dict(event_grid(), eventType="Microsoft.ResourceNotifications.HealthResources.AvailabilityStatusChanged")
     assert from_event_grid(other) is None
