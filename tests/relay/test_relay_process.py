@@ -468,3 +468,36 @@ def test_a_full_disk_is_logged_while_the_relay_keeps_polling_and_pushing(tmp_pat
     lines = stderr.splitlines()
     assert len([line for line in lines if "cannot spool a push" in line]) == 1, stderr
     assert len([line for line in lines if "cannot write the history file" in line]) == 1, stderr
+
+
+def test_regression_the_fast_paths_command_is_followed_to_its_end_and_a_nul_in_the_event_stops_nothing(
+        tmp_path: Path, fleet: LiveFleet) -> None:
+    """The command was started and forgotten: how it ended was never logged nor counted. And a field holding a NUL
+    (no environment can hold one) made the command's start raise at every poll. Now its end is logged and counted,
+    and the NUL is left out of what the command is told."""
+    receiver = Receiver()
+    vm = fleet.vms[0]
+    ran = tmp_path / "ran"
+    ran.mkdir()
+    metrics = tmp_path / "relay.prom"
+    script = LOCAL_SCRIPT + "; sys.exit(3)"
+    relay = RelayBench(tmp_path, fleet, vm, receiver.port, local_command=[PLAIN_PYTHON, "-c", script, str(ran)],
+                       metrics_path=str(metrics), metrics_seconds=0.2)
+    relay.start()
+    try:
+        wait_for(lambda: receiver.changes(), 30, "the first document")
+        event_id = "6C4A6B5E-3F2D-4C1B-9A8E-7D6C5B4A3F21"
+        document = {"DocumentIncarnation": 7, "Events": [{
+            "EventId": event_id, "EventType": "Preempt", "ResourceType": "VirtualMachine", "Resources": [vm],
+            "EventStatus": "Sched\u0000uled", "NotBefore": "Mon, 30 Nov 2026 08:00:00 GMT", "Description": "",
+            "EventSource": "Platform", "DurationInSeconds": -1}]}
+        fleet.fault(vm, {"kind": "body", "status": 200, "body": json.dumps(document), "count": -1})
+        wait_for(lambda: (ran / event_id).exists(), 10, "the local command, told the event")
+        wait_for(lambda: 'local_command_exits_total{result="failed"} 1' in
+                 (metrics.read_text() if metrics.exists() else ""), 10, "its end counted")
+        assert relay.process is not None and relay.process.poll() is None, "the relay goes on"
+    finally:
+        stderr = relay.stop()
+        receiver.close()
+    assert f"the local command for Preempt {event_id} exited 3 after" in stderr, stderr[-2000:]
+    assert json.loads((ran / event_id).read_text())["SCHEDULED_EVENT_STATUS"] == "Scheduled"

@@ -34,10 +34,22 @@ def events_to_act_on(document, vm_name, types, done):
 
 
 def command_environment(event, vm_name):
-    """What the command learns of the event, as environment variables (values as served)."""
-    return {"SCHEDULED_EVENT_ID": event["EventId"], "SCHEDULED_EVENT_TYPE": str(event.get("EventType", "")),
-            "SCHEDULED_EVENT_STATUS": str(event.get("EventStatus", "")),
-            "SCHEDULED_EVENT_NOT_BEFORE": str(event.get("NotBefore") or ""), "SCHEDULED_EVENT_VM": vm_name}
+    """What the command learns of the event, as environment variables (values as served, but for NUL, which no
+    environment can hold: a field with one once made every poll of the relay fail)."""
+    given = {"SCHEDULED_EVENT_ID": event["EventId"], "SCHEDULED_EVENT_TYPE": event.get("EventType", ""),
+             "SCHEDULED_EVENT_STATUS": event.get("EventStatus", ""),
+             "SCHEDULED_EVENT_NOT_BEFORE": event.get("NotBefore") or "", "SCHEDULED_EVENT_VM": vm_name}
+    return dict((name, str(value).replace("\x00", "")) for name, value in given.items())
+
+
+def exit_result(returncode):
+    """(the metrics' result, the phrase the log says) for a command that ended with `returncode` (Popen's: negative
+    for a signal)."""
+    if returncode == 0:
+        return "ok", "exited 0"
+    if returncode < 0:
+        return "failed", "was killed by signal %d" % -returncode
+    return "failed", "exited %d" % returncode
 
 
 def remembered(done, new_ids):

@@ -40,6 +40,8 @@ class RelayCounters:
     pushes: Dict[str, int] = field(default_factory=lambda: dict.fromkeys(PUSH_RESULTS, 0))
     spool_depth: int = 0
     spool_dropped: int = 0
+    # the fast path's command (fast_path.py) by how it ended: exit status 0, or another status or a signal
+    local_command_exits: Dict[str, int] = field(default_factory=lambda: dict.fromkeys(LOCAL_COMMAND_RESULTS, 0))
 
 
 def relay_families(document, vm_name, quiet, imds_errors, last_success_at, counters):
@@ -68,6 +70,7 @@ def relay_families(document, vm_name, quiet, imds_errors, last_success_at, count
         Family(PREFIX + "spool_dropped_total", "counter", "Pushes dropped from a full spool (the oldest first).")
         .add(counters.spool_dropped),
         _pushes_family(counters.pushes),
+        _local_command_family(counters.local_command_exits),
         Family(PREFIX + "relay_start_time_seconds", "gauge", "Unix time the relay process started.")
         .add(counters.started_at),
     ]
@@ -115,4 +118,15 @@ def _pushes_family(pushes):
                     "good with a 400 or 413 and dropped; failed and kept to retry).")
     for result in PUSH_RESULTS:
         family.add(pushes.get(result, 0), result=result)
+    return family
+
+
+LOCAL_COMMAND_RESULTS = ("ok", "failed")
+
+
+def _local_command_family(exits):
+    family = Family(PREFIX + "local_command_exits_total", "counter", "The fast path's local command runs that ended, "
+                    "by result (ok: exit status 0; failed: another status or a signal).")
+    for result in LOCAL_COMMAND_RESULTS:
+        family.add(exits.get(result, 0), result=result)
     return family

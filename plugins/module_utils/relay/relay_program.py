@@ -59,6 +59,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.
     DEFAULT_TYPES,
     command_environment,
     events_to_act_on,
+    exit_result,
     remembered,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import (
@@ -454,8 +455,9 @@ class LocalCommand:
     remembers the ids in the state directory (a restarted relay does not run it again), records each start in the
     history, and reaps the commands that ended. Its output goes to local_command.log beside the spool."""
 
-    def __init__(self, config, history, logs, clock):
+    def __init__(self, config, history, logs, clock, exits=None):
         self.host, self.argv, self.types = config.host, list(config.local_command), tuple(config.local_command_types)
+        self.exits = exits if exits is not None else {}  # the metrics' count of ended runs, by result
         self.path = os.path.join(config.state_dir, "local_actions.json")
         self.output = os.path.join(config.state_dir, "local_command.log")
         self.history, self.logs, self.clock, self.children = history, logs, clock, []
@@ -471,7 +473,7 @@ class LocalCommand:
 
     def act(self, document, vm):
         """Run the command for each event it is due for; True when any started."""
-        self.children = [child for child in self.children if child.poll() is None]
+        self.reap()
         due = events_to_act_on(document, vm.get("name", ""), self.types, self.done) if self.argv else []
         for event in due:
             self._start(event, vm)
@@ -483,6 +485,19 @@ class LocalCommand:
                 log("cannot keep the ids the local command ran for in %s (%s)." % (self.path, exc))
         return bool(due)
 
+    def reap(self):
+        """Say, and count, how each command that ended did: a head start that failed is worth an alert."""
+        running = []
+        for child, event, started in self.children:
+            if child.poll() is None:
+                running.append((child, event, started))
+                continue
+            result, said = exit_result(child.returncode)
+            self.exits[result] = self.exits.get(result, 0) + 1
+            log("the local command for %s %s %s after %.1f s (its output: %s)."
+                % (event.get("EventType"), event["EventId"], said, self.clock() - started, self.output))
+        self.children = running
+
     def _start(self, event, vm):
         at = self.clock()
         env = dict(os.environ, **command_environment(event, vm.get("name", "")))
@@ -490,10 +505,10 @@ class LocalCommand:
             with open(self.output, "ab") as output:
                 # The relay is a daemon, not a module: no AnsibleModule, so no run_command; and the command runs
                 # detached, not waited for, which run_command cannot do.
-                self.children.append(subprocess.Popen(  # pylint: disable=ansible-bad-function
+                self.children.append((subprocess.Popen(  # pylint: disable=ansible-bad-function
                     self.argv, env=env, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-                    close_fds=True, start_new_session=True))
-        except OSError as exc:  # run once: a command that cannot start is said, not retried at every poll
+                    close_fds=True, start_new_session=True), event, at))
+        except (OSError, ValueError) as exc:  # run once: a command that cannot start is said, not retried every poll
             log("cannot run the local command %s for %s %s (%s)."
                 % (self.argv[0], event.get("EventType"), event["EventId"], exc))
             return
@@ -514,7 +529,7 @@ class Relay:
         self.history = History(config.history_path, config.history_max_bytes, clock)
         self.logs = LogLimiter()
         self.sender = Sender(config, self.spool, token, self.stop, self.counters.pushes)
-        self.local = LocalCommand(config, self.history, self.logs, clock)
+        self.local = LocalCommand(config, self.history, self.logs, clock, self.counters.local_command_exits)
 
     def identify(self):
         """The VM's identity from compute metadata (retried until it answers: the first call may take minutes)."""
