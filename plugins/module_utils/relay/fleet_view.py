@@ -68,6 +68,7 @@ class HostView:
     quiet: bool
     document: str = ""        # the last document's key, from change pushes
     away: str = ""            # why a cycle should not contact it now ("" to contact it): see leave_alone()
+    away_since: float = 0.0   # when its relay first said so, of the pushes that say so without a break
 
 
 @dataclass
@@ -78,6 +79,9 @@ class ViewSettings:
     expected_hosts: List[str] = field(default_factory=list)   # the target's hosts; [] unknown: whole target
     max_parallel_runs: int = 3            # cycles at once, for news on hosts no running cycle covers
     gather_seconds: float = 1.0           # news waits this long for the rest of its event's VMs (1 s polls)
+    # A host whose relay says IMDS does not answer is left alone (busy) this long at most: a reboot or redeploy
+    # is over within minutes; past it, cycles contact it again, and their own failed reads fail it loudly.
+    away_seconds: float = 900.0
 
 
 @dataclass
@@ -138,6 +142,8 @@ class FleetView:
                 or bool(known.away and not away))   # back from its event: a cycle may do its work now
         entry = known or HostView(push["relay_id"], push["seq"], now, quiet)
         entry.relay_id, entry.seq, entry.heard_at = push["relay_id"], push["seq"], now
+        if away and not (known is not None and known.away):
+            entry.away_since = now
         entry.quiet, entry.away = quiet, away
         if push["kind"] == CHANGE:
             key = document_key(_document_of(push))
@@ -171,9 +177,18 @@ class FleetView:
         """Hosts a cycle keeps in its play but does not contact, counting them as unread (busy): their own relay
         says, freshly, that IMDS does not answer there (rebooting, redeploying, evicted). Contacting them would
         only hold the whole cycle up until a timeout, while their fault domain is busy either way. A push can
-        only make a host count as busy this way, never as free."""
+        only make a host count as busy this way, never as free. Not for ever: once away_seconds have passed, cycles
+        contact it again, and a read that still fails there fails the host in the run, where an operator sees it
+        (a relay's word alone kept it out of sight indefinitely)."""
         stale = set(self.stale(now))
-        return sorted(h for h in hosts if h in self.hosts and self.hosts[h].away and h not in stale)
+        return sorted(h for h in hosts if h in self.hosts and self.hosts[h].away and h not in stale
+                      and now - self.hosts[h].away_since <= self.settings.away_seconds)
+
+    def away_too_long(self, now):
+        # type: (float) -> List[str]
+        """Hosts whose relay has said for longer than away_seconds that IMDS does not answer there."""
+        return sorted(h for h, v in self.hosts.items()
+                      if v.away and now - v.away_since > self.settings.away_seconds and h not in self.gone)
 
     def owed(self):
         # type: () -> Set[str]

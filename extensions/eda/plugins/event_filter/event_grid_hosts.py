@@ -31,10 +31,11 @@ description:
     C(azure.azcollection.azure_service_bus) (an Event Grid C(ScheduledEventEmitted) notification routed to a
     Service Bus queue), places the VMs it lists on inventory hosts by their ARM ids, and sets
     C(event.scheduled_events) (C(hosts), C(listed), C(event_id), C(event_status), C(reason)) and
-    C(event.meta.hosts), which limits the rule's cycle to C(hosts).
-  - A notification only widens what a cycle looks at; the cycle reads each host itself. So C(hosts) is every
-    expected host, not only the C(listed) ones. The fault-domain limit needs every host that may still owe a
-    recover, and a notification does not say which. A repeated delivery (the same Event Grid id) and events of
+    C(event.meta.hosts), which leaves the rule's cycle on its whole target.
+  - A notification only widens what a cycle looks at; the cycle reads each host itself. So the cycle covers every
+    host of its target, not only the C(listed) ones nor only those of O(vm_ids_file): the fault-domain limit needs
+    every host that may still owe a recover, and a notification does not say which. C(hosts) names the expected
+    ones, for the log. A repeated delivery (the same Event Grid id) and events of
     other types are left without C(scheduled_events), so no rule fires for them.
 options:
   vm_ids_file:
@@ -71,7 +72,10 @@ def main(event: Dict[str, Any], vm_ids_file: str = "vm_ids.yml", expected_hosts:
         return event
     LOGGER.info("%s", woken["reason"])
     event["scheduled_events"] = dict(woken, source="event_grid", leave_alone=[])
-    event.setdefault("meta", {})["hosts"] = woken["hosts"] + ["localhost"]  # the cycle has plays on localhost
+    # The cycle covers the whole target, not only vm_ids.yml's hosts: a host missing from the file (an IMDS host of a
+    # mixed target, a VM added to the inventory since) may still be drained, which the fault-domain limit must count.
+    # localhost: the cycle has plays there.
+    event.setdefault("meta", {})["hosts"] = ["all", "localhost"]
     return event
 
 

@@ -13,7 +13,7 @@ import ssl
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List, Set
 
 from aiohttp import web
 
@@ -240,6 +240,14 @@ def event_of(run: Run, done_url: str, done_ca: str = "") -> Dict[str, Any]:
             "meta": {"hosts": (run.hosts or ["all"]) + ["localhost"]}}
 
 
+def escalate(too_long: List[str], warned: Set[str], seconds: float) -> Set[str]:
+    """Say once, per absence, that a host's relay has said for too long that IMDS does not answer there."""
+    for host in sorted(set(too_long) - warned):
+        LOG.warning("%s's relay has said for over %d s that IMDS does not answer there: cycles contact it again, "
+                    "and fail it there while that lasts.", host, seconds)
+    return set(too_long)
+
+
 def settings_of(args: Dict[str, Any]) -> Dict[str, Any]:
     """The source's arguments, checked; ConfigError in one sentence."""
     if not args.get("token_file"):
@@ -331,11 +339,13 @@ async def main(queue: asyncio.Queue, args: Dict[str, Any]) -> None:
     scheme = "https" if context else "http"
     done_url = "%s://%s:%d/done/%s" % (scheme, done_host, settings["port"], receiver.secret)
     LOG.info("listening for relay pushes on %s://%s:%d/push", scheme, settings["host"], settings["port"])
+    warned: Set[str] = set()
     try:
         while True:
             run = view.next_run(time.monotonic())
             if run is not None:
                 await queue.put(event_of(run, done_url, settings["cafile"]))
+            warned = escalate(view.away_too_long(time.monotonic()), warned, view.settings.away_seconds)
             await asyncio.sleep(settings["tick_seconds"])
     finally:
         await runner.cleanup()

@@ -343,3 +343,16 @@ def test_a_deleted_report_older_than_a_push_is_ignored() -> None:
     fleet.accept(push("vm1", 3, relay_id="vm1"), T0 + 2)  # heard after the run began: it answers
     fleet.done(run.number, deleted=["vm1", "vm7"])  # vm7: not a host of the target
     assert fleet.gone == set()
+
+
+def test_regression_a_host_whose_relay_alone_sees_imds_fail_is_left_alone_for_a_bounded_time() -> None:
+    """A lasting IMDS failure only the relay sees kept its VM left alone (busy, never contacted) indefinitely: the
+    cycles never failed on it, so no operator was told. Past away_seconds the cycles contact it again."""
+    fleet = view(stale_seconds=10_000, away_seconds=900)
+    for second in range(0, 1000, 30):  # the relay keeps saying so, heartbeat after heartbeat
+        fleet.accept(dict(push("vm1", 2 + second, quiet=False, relay_id="vm1"), imds_ok=False), T0 + second)
+    assert fleet.leave_alone(HOSTS, T0 + 900) == ["vm1"] and fleet.away_too_long(T0 + 900) == []
+    assert fleet.leave_alone(HOSTS, T0 + 990) == [] and fleet.away_too_long(T0 + 990) == ["vm1"]
+    fleet.accept(dict(push("vm1", 5000, quiet=False, relay_id="vm1"), imds_ok=True), T0 + 995)
+    fleet.accept(dict(push("vm1", 5001, quiet=False, relay_id="vm1"), imds_ok=False), T0 + 996)
+    assert fleet.leave_alone(HOSTS, T0 + 997) == ["vm1"], "IMDS answered in between: a new absence, counted anew"
