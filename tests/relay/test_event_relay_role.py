@@ -294,3 +294,27 @@ def test_the_relay_watches_the_state_file_the_cycle_writes_when_the_cycle_runs_w
     config = RelayConfig.from_file(str(Path(RoleBench.paths(bench.root)["event_relay_config_dir"]) / "relay.json"))
     assert cycle_path == str(root_home / ".ansible" / "azure_imds_scheduled_events" / "state.json")
     assert config.cycle_state_path == cycle_path, "the relay watches the very file the cycle writes"
+
+
+def test_regression_the_relay_watches_the_cycles_state_whichever_way_privilege_escalation_is_turned_on(
+        tmp_path: Path) -> None:
+    """The role followed become only when the inventory set ansible_become (event_relay_cycle_become's default): run
+    with --become or an AWX template's privilege escalation, the relay watched the login user's state file while the
+    cycle wrote root's. Now it watches the path as the play runs and as the login user, whatever says become."""
+    fleet = LiveFleet(None, time_scale=60.0, fleet=FleetSpec(vms=1))
+    try:
+        bench = RoleBench(tmp_path, fleet, "http://127.0.0.1:9/push")
+        root_home = tmp_path / "root-home"
+        root_home.mkdir()
+        # become as a play keyword (what --become and AWX's escalation set), not as an inventory variable
+        play = {"name": "Install", "hosts": bench.vm, "become": True, "become_method": "home_double",
+                "vars": {"ansible_become_home_double_home": str(root_home)}}
+        run, recap = bench.run("install", [play])
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    finally:
+        fleet.close()
+    config = RelayConfig.from_file(str(Path(RoleBench.paths(bench.root)["event_relay_config_dir"]) / "relay.json"))
+    state = Path(".ansible") / "azure_imds_scheduled_events" / "state.json"
+    watched = {config.cycle_state_path, *config.cycle_state_paths}
+    assert str(root_home / state) in watched, "the state file of a cycle run with privilege escalation"
+    assert str(bench.home / state) in watched, "and of one run without"

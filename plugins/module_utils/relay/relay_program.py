@@ -89,6 +89,9 @@ class RelayConfig:
     poll_interval: float = 1.0
     heartbeat_seconds: float = 30.0
     cycle_state_path: str = ""            # the maintenance cycle's state file on this VM ("" none)
+    # Where else the cycle may keep it: the role resolves the path as the cycle's modules do with and without
+    # privilege escalation (the relay cannot know how the cycle will be run), and work in any of them counts.
+    cycle_state_paths: list = field(default_factory=list)
     resource_name: str = ""               # this VM's name in Resources, as the modules' resource_name ("" compute's)
     history_path: str = ""                # change-only history ("" none)
     history_max_bytes: int = 64 * 1024 * 1024
@@ -154,10 +157,11 @@ class RelayConfig:
         if not all(_TYPE_NAME.match(t) for t in self.local_command_types):
             raise ConfigError("local_command_types %r must be event type names, such as Preempt." %
                               (self.local_command_types,))
-        if self.cycle_state_path and not os.path.isabs(self.cycle_state_path):
-            raise ConfigError("cycle_state_path %r is not an absolute path: the relay must watch the very file the "
-                              "cycle writes, which the event_relay role resolves on the VM as the cycle's modules do."
-                              % self.cycle_state_path)
+        for path in [self.cycle_state_path] + list(self.cycle_state_paths):
+            if path and not os.path.isabs(path):
+                raise ConfigError("cycle_state_path %r is not an absolute path: the relay must watch the very file "
+                                  "the cycle writes, which the event_relay role resolves on the VM as the cycle's "
+                                  "modules do." % path)
 
 
 _KINDS = {str: "a string", float: "a number", int: "a whole number", list: "a list of non-empty strings"}
@@ -546,7 +550,7 @@ class Relay:
 
     def poll_once(self):
         now = self.clock()
-        work = has_saved_work(self.config.cycle_state_path)
+        work = any(has_saved_work(path) for path in [self.config.cycle_state_path] + self.config.cycle_state_paths)
         try:
             parsed = read_document(self.client)
         except (ImdsError, DocumentError) as exc:
