@@ -114,6 +114,18 @@ def test_a_corrupt_gzip_or_sidecar_is_one_sentence(tmp_path: Path) -> None:
         ea.load_history(tmp_path / "h.jsonl")
 
 
+def test_a_damaged_deflate_stream_in_a_gzip_history_is_one_sentence(tmp_path: Path) -> None:
+    """A sound gzip header over a damaged stream makes zlib raise its own error, not an OSError: it must still be
+    one sentence, saying what to do, rather than a traceback."""
+    lines = [observation(second, "vm0", []) for second in range(400)]
+    data = bytearray(gzip.compress("".join(json.dumps(line) + "\n" for line in lines).encode()))
+    data[12] = 0xFF  # the first deflate block's header, just past gzip's 10-byte header
+    (tmp_path / "h.jsonl.gz").write_bytes(bytes(data))
+    with pytest.raises(ea.HistoryError, match="compressed data is damaged") as raised:
+        ea.load_history(tmp_path / "h.jsonl.gz")
+    assert str(raised.value).count(". ") == 0 and "zcat" in str(raised.value)
+
+
 def test_histories_at_different_time_scales_are_not_mixed(tmp_path: Path) -> None:
     write_lines(tmp_path / "a.jsonl", good_lines())
     write_lines(tmp_path / "b.jsonl", good_lines())
