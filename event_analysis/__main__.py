@@ -45,6 +45,11 @@ def summary_of(sources: List[str]) -> str:
                   "", "Durations per event type, seconds (declared, observed impact, Started to gone):",
                   plots.duration_summary(lifecycles).to_string()]
     windows = ea.fault_domain_windows(lifecycles)
+    reused = int(lifecycles["id_reused"].sum())
+    if reused:
+        lines += ["", f"{reused} lifecycle(s) reuse an EventId: the event left a VM's document and came back, which "
+                      "IMDS never does, so two events shared the id (separate simulator runs with one --seed?); "
+                      "their overlaps are at most possible."]
     lines += ["", "Fault-domain walk: " + (ea.walk_order(windows) or "(no platform maintenance window)"),
               plots.overlap_sentence(plots.overlaps_of(lifecycles), windows)]
     return "\n".join(lines)
