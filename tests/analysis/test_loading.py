@@ -180,7 +180,10 @@ def test_the_command_line_summarises_converts_and_fails_in_one_sentence(tmp_path
     path = write_lines(tmp_path / "h.jsonl", good_lines() + ["{oops"])
     summary = run_cli("summary", str(path))
     assert summary.returncode == 0 and "skipped 1 bad line(s): 1 invalid JSON" in summary.stdout
-    assert f"{path}:6: invalid JSON: {{oops" in summary.stdout and "2 event lifecycles: 1 cancelled, 1 open" in summary.stdout
+    assert f"e.g. {path}:6 (invalid JSON): {{oops" in summary.stdout and "2 event lifecycles: 1 cancelled, 1 open" in summary.stdout
+    assert summary.stdout.count("{oops") == 1, "each bad line's example is printed once"
+    described = run_cli("summary", "--help")
+    assert described.returncode == 0 and "fault-domain walk with its overlap verdict" in " ".join(described.stdout.split())
     converted = run_cli("to-parquet", str(path), str(tmp_path / "h.parquet"))
     assert converted.returncode == 0 and (tmp_path / "h.parquet").is_file()
     missing = run_cli("summary", str(tmp_path / "nope.jsonl"))
