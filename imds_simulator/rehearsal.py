@@ -40,7 +40,8 @@ def mark_simulated(history: Path, command: str, time_scale: float, what: str) ->
             same = False
         if not same and history.is_file() and history.stat().st_size:
             raise RehearsalError(f"{history} already holds a history that {meta_path} does not describe as simulated "
-                                 f"at time scale {time_scale:g}; give the simulator another history path.")
+                                 f"at time scale {time_scale:g}; give the simulator another history path (with "
+                                 f"--inventory, another folder), or move that history away.")
     elif history.is_file() and history.stat().st_size:
         raise RehearsalError(f"{history} already holds a history not marked as simulated; give the simulator "
                              f"another history path, or move that one away.")

@@ -9,6 +9,7 @@ import urllib.request
 from pathlib import Path
 from typing import List
 
+import pytest
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import DEFAULT_POLICY
 
 import event_analysis as ea
@@ -96,3 +97,15 @@ def test_the_rehearsal_never_replaces_an_inventory_it_did_not_write(tmp_path: Pa
                            str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "was not written by the simulator" in done.stderr
     assert "real-vm0" in (tmp_path / "inventory.ini").read_text()
+
+
+def test_a_history_is_never_described_at_two_time_scales(tmp_path: Path) -> None:
+    """Appending a rehearsal at another time scale would mix two clocks in one history: refused, not rewritten."""
+    history = tmp_path / "rehearsal.jsonl"
+    rehearsal.mark_simulated(history, "serve --time-scale 10", 10.0, "a rehearsal")
+    write_lines(history, [observation(0, "vm0", [])])
+    rehearsal.mark_simulated(history, "serve --time-scale 10", 10.0, "a rehearsal")  # the same clock: appended to
+    with pytest.raises(rehearsal.RehearsalError, match="at time scale 30") as refused:
+        rehearsal.mark_simulated(history, "serve --time-scale 30", 30.0, "a rehearsal")
+    assert str(refused.value).count(". ") == 0
+    assert json.loads(Path(str(history) + ".meta.json").read_text())["time_scale"] == 10.0
