@@ -32,8 +32,7 @@ def summary_of(sources: List[str]) -> str:
     if view.report.records == 0:  # a garbage file is no quiet history: say so, and fail
         raise ea.HistoryError(f"no valid record in {', '.join(sources)}, so there is nothing to summarise "
                               f"({view.report.summary()[:-1]}).")
-    lines = [view.description]
-    lines += [f"  {e.file}:{e.line}: {e.reason}: {e.text}" for e in view.report.examples]
+    lines = [view.description]  # with the first bad lines as examples
     lifecycles = view.lifecycles
     counts = lifecycles["outcome"].value_counts()
     lines.append(f"{len(lifecycles)} event lifecycles: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
@@ -45,6 +44,11 @@ def summary_of(sources: List[str]) -> str:
                   "", "Durations per event type, seconds (declared, observed impact, Started to gone):",
                   plots.duration_summary(lifecycles).to_string()]
     windows = ea.fault_domain_windows(lifecycles)
+    reused = int(lifecycles["id_reused"].sum())
+    if reused:
+        lines += ["", f"{reused} lifecycle(s) reuse an EventId: the event left a VM's document and came back, which "
+                      "IMDS never does, so two events shared the id (separate simulator runs with one --seed?); "
+                      "their overlaps are at most possible."]
     lines += ["", "Fault-domain walk: " + (ea.walk_order(windows) or "(no platform maintenance window)"),
               plots.overlap_sentence(plots.overlaps_of(lifecycles), windows)]
     return "\n".join(lines)
@@ -73,18 +77,31 @@ def _program() -> str:
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog=_program(), description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    convert = sub.add_parser("to-parquet", help="convert JSON lines histories (.jsonl, .gz, globs) to one Parquet file")
+    convert = sub.add_parser("to-parquet", help="convert JSON lines histories (.jsonl, .gz, globs) to one Parquet file",
+                             description="Convert JSON lines histories (.jsonl, .gz, globs) to one Parquet file, which "
+                                         "load_history, summary and the notebooks read much faster.")
     convert.add_argument("source", nargs="+")
     convert.add_argument("destination")
     split = sub.add_parser("partition", help="write JSON lines histories to a folder of Parquet parts by host, "
-                                             "which summary and the notebooks read part by part")
+                                             "which summary and the notebooks read part by part",
+                           description="Write JSON lines histories too big for memory to a new folder of Parquet "
+                                       "parts by host, one file in memory at a time; summary and the notebooks "
+                                       "then read the folder one part at a time.")
     split.add_argument("source", nargs="+")
     split.add_argument("destination", help="a new (or empty) folder")
     split.add_argument("--parts", type=int, default=ea.loading.partitioned.DEFAULT_PARTS,
                        help=f"how many parts (default {ea.loading.partitioned.DEFAULT_PARTS}); memory holds one at a time")
-    summary = sub.add_parser("summary", help="what a history holds and the notebooks' first answers: notice, durations, walk")
+    summary = sub.add_parser("summary", help="what a history holds and the notebooks' first answers: notice, durations, walk",
+                             description="Read histories (files, globs, or a folder partition wrote) and print what "
+                                         "was read (bad lines counted, with examples; SIMULATED and the time scale "
+                                         "when the history says so), the event lifecycles by outcome, the notice "
+                                         "per event type against Azure's documented minimum, the durations, and "
+                                         "each set's fault-domain walk with its overlap verdict.")
     summary.add_argument("source", nargs="+")
-    job = sub.add_parser("from-awx", help="write the history of an AWX job or ansible-runner artifacts to a file")
+    job = sub.add_parser("from-awx", help="write the history of an AWX job or ansible-runner artifacts to a file",
+                         description="Rebuild the history an AWX / Automation Controller job (its REST API) or an "
+                                     "ansible-runner artifacts folder holds, and write it to a new JSON lines file "
+                                     "that summary and the notebooks read like any other.")
     origin = job.add_mutually_exclusive_group(required=True)
     origin.add_argument("--runner", metavar="ARTIFACTS", help="an ansible-runner artifacts/<ident> folder")
     origin.add_argument("--url", help="the AWX / Automation Controller base URL (with --job and --token-file)")

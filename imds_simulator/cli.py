@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import argparse
+import random
 import signal
 import sys
 import threading
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from . import rehearsal
 from . import scenario as sc
 from .engine import ID_CASES, Engine, EngineOptions
 from .fleet import Fleet, FleetError, build_fleet, load_fleet_spec, spec_from_fields
@@ -26,7 +29,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args.command_line = " ".join(["python -m imds_simulator"] + list(sys.argv[1:] if argv is None else argv))
     try:
         return int(args.run(args) or 0)
-    except (UsageError, sc.ScenarioError, FleetError, BindError, ValueError) as exc:
+    except (UsageError, sc.ScenarioError, FleetError, BindError, rehearsal.RehearsalError, ValueError) as exc:
         print(f"imds_simulator: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
@@ -53,6 +56,14 @@ def _parser() -> argparse.ArgumentParser:
                        help="scenario seconds after enabling during which GET answers 200 with an empty body")
     serve.add_argument("--no-impact", action="store_true", help="keep VMs answering during reboots and freezes")
     serve.add_argument("--log-requests", action="store_true", help="log each request to stderr")
+    serve.add_argument("--inventory", metavar="DIR",
+                       help="write DIR/inventory.ini (each VM a local host with its own IMDS root and state file, the "
+                            "settings the time scale needs), DIR/ansible.cfg (the history callback) and "
+                            "DIR/history.jsonl's description marking it simulated: the README's quick start runs "
+                            "from DIR as written")
+    serve.add_argument("--history", action="append", default=[], metavar="PATH",
+                       help="a history a client captures from this simulator (the callback's, a relay's): writes "
+                            "PATH.meta.json, which marks it SIMULATED at this time scale")
     serve.add_argument("--mock-server", action="store_true",
                        help="what a client can tell of Microsoft's mock server (Azure-Samples/scheduled-events-mock-"
                             "server): no compute metadata (an HTML 404), lower-case EventIds, ISO NotBefore; one VM, "
@@ -100,7 +111,8 @@ def _fleet_args(parser: argparse.ArgumentParser) -> None:
                         help="zonal scale set: VMs spread over these zones, all in fault domain 0")
     parser.add_argument("--event-id-case", choices=ID_CASES,
                         help="case of served EventIds for events whose scenario or spec does not say (default upper)")
-    parser.add_argument("--seed", type=int, default=0, help="seed for every random choice")
+    parser.add_argument("--seed", type=int, help="seed for every random choice (generate: 0 by default; serve: a new "
+                                                 "one each run, so that two runs never serve the same EventIds)")
 
 
 def _positive(text: str) -> float:
@@ -163,6 +175,8 @@ def _engine(args: argparse.Namespace, start: datetime, time_scale: float, option
 
 
 def _serve(args: argparse.Namespace) -> int:
+    if args.seed is None:  # fresh EventIds: a saved state or a history must never take a new run's event for an old
+        args.seed = random.SystemRandom().randrange(1 << 31)
     if args.mock_server and not (args.fleet or args.vms or args.set_names):
         args.fleet_fields = {"kind": "scale_set", "name": "vmss", "names": [MOCK_VM_NAME], "vms": 1, "fault_domains": 1}
     options = EngineOptions(enabling_s=args.enabling_window, simulate_impact=not args.no_impact,
@@ -173,13 +187,20 @@ def _serve(args: argparse.Namespace) -> int:
                                           log_requests=args.log_requests, mock_server=args.mock_server),
                     scenario_name=", ".join(engine.scenario_names))
     server = make_server(sim)
+    try:  # before serving: the files name the bound port, and a refusal must leave nothing listening
+        written = _rehearsal_files(args, engine, sim)
+    except BaseException:
+        server.server_close()
+        raise
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
     thread.start()
     print(f"imds_simulator ready at {sim.base_url} ({len(engine.fleet.vms)} VMs, scenario "
-          f"{sim.scenario_name}, time scale {args.time_scale:g}); VM roots are {sim.base_url}/<vm-name>",
-          flush=True)
+          f"{sim.scenario_name}, time scale {args.time_scale:g}, seed {args.seed}); VM roots are "
+          f"{sim.base_url}/<vm-name>", flush=True)
+    for line in written:
+        print(line, flush=True)
     try:
         stop.wait()
     except KeyboardInterrupt:
@@ -188,11 +209,27 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rehearsal_files(args: argparse.Namespace, engine: Engine, sim: Simulator) -> List[str]:
+    """What --inventory and --history wrote, a line each."""
+    lines = []
+    what = f"captured from {len(engine.fleet.vms)} simulated VMs at time scale {args.time_scale:g}"
+    for history in args.history:
+        meta = rehearsal.mark_simulated(Path(history), args.command_line, args.time_scale, what)
+        lines.append(f"{meta} marks {history} as SIMULATED")
+    if args.inventory:
+        inventory = rehearsal.write_rehearsal(Path(args.inventory), engine.fleet.vms, sim.vm_url, args.time_scale,
+                                              args.command_line)
+        lines.append(f"rehearsal inventory: {inventory} (history {inventory.parent / rehearsal.HISTORY}); run the "
+                     f"quick start's steps from {inventory.parent}")
+    return lines
+
+
 def _generate(args: argparse.Namespace) -> int:
     try:
         start = datetime.fromisoformat(args.start.replace("Z", "+00:00")).astimezone(timezone.utc)
     except ValueError:
         raise UsageError(f"--start {args.start!r} is not an ISO 8601 time.") from None
+    args.seed = 0 if args.seed is None else args.seed  # one command, one history
     engine = _engine(args, start, 1.0, EngineOptions(record_served=False, event_id_case=args.event_id_case or "upper"))
     options = GenerateOptions(days=args.days, poll_interval_s=args.poll_interval,
                               api_version=args.api_version, approve=args.approve, change_only=args.change_only)

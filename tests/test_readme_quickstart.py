@@ -15,14 +15,17 @@ import re
 import shutil
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
-from typing import Dict, List
+from typing import Any, Dict, List
 
 import pytest
 import yaml
 
+import event_analysis as ea
 from imds_simulator.fleet import FleetSpec
 from tests.live_fleet import LiveFleet
+from tests.timing import wait_for
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text()
@@ -134,3 +137,81 @@ def test_the_readme_quick_start_runs_against_simulated_vms(tmp_path: Path, user_
     assert event["start_reason"] == "approved"
     saved = json.loads((tmp_path / "state" / f"{vms[0]}.json").read_text())
     assert any(e["event_id"] == event_id for e in saved["events"])
+
+
+def rehearsal_block() -> List[str]:
+    """The quick start's rehearsal: the simulator's command (run in the background) and the `cd`."""
+    quick_start = section("Quick start")
+    block = shell_blocks(quick_start[quick_start.index("**Rehearse first"):])[0]
+    serve, cd = [line.strip() for line in block.splitlines() if line.strip()]
+    assert serve.startswith(".venv/bin/python -m imds_simulator serve ") and serve.endswith(" &")
+    assert cd == "cd rehearsal" and "--inventory rehearsal/" in serve
+    return [serve[:-1].strip(), cd]
+
+
+def start_rehearsal(serve: str, clone: Path, env: Dict[str, str]) -> "tuple[subprocess.Popen, str]":
+    """The README's serve line from the clone, at time scale 1: a test never races the simulator's clock, so the
+    event's 15 minutes of notice stay 15 minutes (the line's own scale is checked in tests/simulator)."""
+    (clone / ".venv").symlink_to(Path(sys.executable).parent.parent)  # `make venv`'s, without building it again
+    assert "--time-scale 10 " in serve
+    server = subprocess.Popen(["bash", "-ec", "exec " + serve.replace("--time-scale 10 ", "--time-scale 1 ")],
+                              cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert server.stdout is not None
+    ready = server.stdout.readline()
+    assert "ready at" in ready, ready + server.stdout.read()
+    wrote = server.stdout.readline()
+    assert "rehearsal inventory:" in wrote, wrote
+    return server, re.search(r"ready at (\S+) ", ready).group(1)  # type: ignore[union-attr]
+
+
+def simulator_record(url: str, name: str) -> List[Dict[str, Any]]:
+    with urllib.request.urlopen(f"{url}/_simulator/{name}", timeout=10) as answer:
+        return json.loads(answer.read())[name]
+
+
+def test_the_readme_quick_start_runs_as_written_against_the_rehearsal_fleet(tmp_path: Path,
+                                                                           user_env: Dict[str, str]) -> None:
+    """The rehearsal's folder holds all a quick start needs: steps 1 to 3 run there as written, each VM on its own
+    state file, and what they capture is a history marked simulated."""
+    install_as_the_readme_says(tmp_path, user_env)
+    clone = tmp_path / "scheduled_events"
+    user_env = {k: v for k, v in user_env.items() if k != "ANSIBLE_CONFIG"}  # the rehearsal's ansible.cfg, as a user's
+    serve, _cd = rehearsal_block()
+    steps, cron = shell_blocks(section("Quick start"))[:2]
+    commands = [line for line in steps.splitlines() if line.startswith("ansible-playbook ")]
+    assert [c.split()[1] for c in commands] == ["azure_imds.scheduled_events.collect", "azure_imds.scheduled_events.cycle"]
+    server, url = start_rehearsal(serve, clone, user_env)
+    site = clone / "rehearsal"
+    try:
+        (event,) = wait_for(lambda: simulator_record(url, "events"), 30, "the first fault domain's event")
+        checked = run("\n".join(commands), site, user_env)  # steps 1 and 2
+        assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-3000:]
+        assert all(f"ok: [{vm}]" in checked.stdout for vm in ("web-vm0", "web-vm1"))
+        assert event["event_id"] in checked.stdout and simulator_record(url, "approvals") == []
+        assert not any((site / "state").iterdir()), "--check writes no state"
+
+        prepared = tmp_path / "prepared"
+        prepared.mkdir()
+        (site / "maintenance").mkdir()
+        (site / "maintenance" / "prepare.yml").write_text(
+            f"- name: Record the prepare\n  ansible.builtin.copy:\n    dest: \"{prepared}/{{{{ inventory_hostname }}}}\"\n"
+            "    content: \"{{ maintenance_cycle_event.event_id }}\"\n    mode: \"0600\"\n")
+        (site / "maintenance" / "recover.yml").write_text("- name: Recover\n  ansible.builtin.debug:\n    msg: back\n")
+        (schedule_line,) = [line for line in cron.splitlines() if line.strip()]
+        command = (schedule_line.split(None, 5)[5].replace(CRON_DIR, str(site))
+                   .replace(CRON_LOG, str(tmp_path / "cron.log"))
+                   .replace(CRON_PLAYBOOK, str(shutil.which("ansible-playbook", path=user_env["PATH"]))))
+        cycle = run(command, site, user_env)  # step 3
+        assert cycle.returncode == 0, (tmp_path / "cron.log").read_text()[-4000:]
+        approvals = simulator_record(url, "approvals")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    (listed,) = event["resources"]
+    assert (prepared / listed).read_text() == event["event_id"] and len(list(prepared.iterdir())) == 1
+    assert [a["event_ids"] for a in approvals] == [[event["event_id"]]] and approvals[0]["vm"] == listed
+    saved = json.loads((site / "state" / f"{listed}.json").read_text())
+    assert [e["event_id"] for e in saved["events"]] == [event["event_id"]], "each VM its own state file"
+    history = ea.load_history(site / "history.jsonl")
+    report = ea.report_of(history)
+    assert report.simulated and report.time_scale == 1.0 and report.approvals == 1

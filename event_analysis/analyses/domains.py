@@ -85,7 +85,8 @@ def domain_overlaps(lifecycles: pd.DataFrame, by: str = "fault_domain",
 
     `kind` is `certain` when both were seen Started at overlapping moments (a violation of
     serialisation), `possible` when only the poll intervals around them overlap (the polls
-    are too sparse to tell). Only domains of one set (`vm_set`) can overlap.
+    are too sparse to tell) or when either lifecycle's id was reused (`id_reused`: it spans two
+    events, so its seen interval is not one event's). Only domains of one set (`vm_set`) can overlap.
     """
     rows = maintenance_intervals(lifecycles, by, sources, include_no_notice)
     rows = rows.sort_values("possible_start", kind="stable").reset_index(drop=True)
@@ -95,6 +96,9 @@ def domain_overlaps(lifecycles: pd.DataFrame, by: str = "fault_domain",
     first, second = first[other], second[other]
     c_lo, c_hi = nanoseconds(rows["certain_start"]), nanoseconds(rows["certain_end"])
     certain = np.maximum(c_lo[first], c_lo[second]) <= np.minimum(c_hi[first], c_hi[second])
+    if "id_reused" in rows:  # a lifecycle that spans two events of one id is no evidence of either's interval
+        reused = rows["id_reused"].to_numpy(dtype=bool)
+        certain &= ~(reused[first] | reused[second])
     needed = rows[["vm_set", by, "vm", "event_id", "possible_start", "possible_end"]]  # not every column, per pair
     a, b = needed.iloc[first].reset_index(drop=True), needed.iloc[second].reset_index(drop=True)
     return pd.DataFrame({

@@ -27,6 +27,7 @@ _NS = 1e9
 LIFECYCLE_COLUMNS = (
     "event_id", "host", "vm", "fault_domain", "update_domain", "vm_set", "event_type", "event_source", "resource_type",
     "resources", "description", "duration_s", "outcome", "appeared_before_capture", "first_seen_started", "polls",
+    "id_reused",
     "appeared_after", "first_seen", "not_before_first", "not_before", "last_scheduled",
     "started_after", "started_seen", "last_seen", "gone_at",
     "notice_s_min", "notice_s_max", "scheduled_s_min", "scheduled_s_max",
@@ -129,6 +130,10 @@ def event_lifecycles(observations: pd.DataFrame, *, time_scale: Optional[float] 
         "polls": last - first + 1,
     })
     first_poll, last_poll = poll[first], poll[last]
+    # IMDS never lists an event again once it has left a VM's document: polls between its first and last sighting
+    # that did not list it mean two events under one id (separate simulator runs with one seed, appended).
+    distinct_polls = np.add.reduceat(np.r_[True, (poll[1:] != poll[:-1]) | (key[1:] != key[:-1])], first)
+    out["id_reused"] = last_poll - first_poll + 1 > distinct_polls
     has_started, has_scheduled = started >= 0, scheduled >= 0
     unknown = np.iinfo(np.int64).min
     at = {
@@ -264,7 +269,7 @@ def no_lifecycles(scale: float) -> pd.DataFrame:
             return "datetime64[ns, UTC]"
         if name.endswith("_s") or "_s_" in name or name.endswith("_domain"):
             return "Float64"
-        return "bool" if name in ("approved", "appeared_before_capture", "first_seen_started") else "object"
+        return "bool" if name in ("approved", "appeared_before_capture", "first_seen_started", "id_reused") else "object"
     frame = pd.DataFrame({name: pd.Series(dtype=dtype(name)) for name in LIFECYCLE_COLUMNS})
     frame.attrs["time_scale"] = scale
     return frame

@@ -6,6 +6,7 @@ import gzip
 import json
 import os
 import warnings
+import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple, Union
@@ -174,6 +175,9 @@ def _file_bytes(path: Path) -> bytes:
         return path.read_bytes()
     except (OSError, EOFError) as error:
         raise HistoryError(f"cannot read {path}: {error}.") from None
+    except zlib.error as error:  # a damaged deflate stream inside a sound gzip header: not an OSError
+        raise HistoryError(f"cannot read {path}: its compressed data is damaged ({one_sentence(error)}); "
+                           f"`zcat {path} > saved.jsonl` keeps the lines before the damage.") from None
 
 
 def _sidecar(path: Path) -> Dict[str, Any]:

@@ -111,12 +111,16 @@ def read_vms(hosts, hostvars):
 
 def cycle_plan_table(plan, hostvars, check_mode=False):
     """The plan as lines an operator reads (cycle/plan_table.py), with what each host's read saw listing its VM."""
-    seen = {}
+    seen, approved_before = {}, {}
     for host in (plan or {}).get("hosts") or {}:
         read = hostvars[host].get("maintenance_cycle_query") if host in hostvars else None
         if views.was_read(read):
-            seen[host] = [e.get("event_id") for e in read.get("events_for_this_vm") or () if isinstance(e, dict)]
-    return plan_table.plan_table(plan, seen, bool(check_mode))
+            listed = [e for e in read.get("events_for_this_vm") or () if isinstance(e, dict)]
+            seen[host] = [e.get("event_id") for e in listed]
+            approved = set(str(i).upper() for i in ((read.get("state") or {}).get("approved") or ()))
+            approved_before[host] = [e.get("event_id") for e in listed if e.get("event_status") == "Scheduled"
+                                     and str(e.get("event_id")).upper() in approved]
+    return plan_table.plan_table(plan, seen, bool(check_mode), approved_before)
 
 
 def cycle_confirm(plan, alive_hosts):

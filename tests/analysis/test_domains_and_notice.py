@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 import event_analysis as ea
+from event_analysis.__main__ import summary_of
 from tests.analysis.histories import at, event, observation, parse, simulate, vm, write_lines
 
 
@@ -60,6 +61,27 @@ def test_back_to_back_domains_do_not_overlap(tmp_path: Path) -> None:
     lifecycles = two_domains(tmp_path, list(range(5, 400, 10)), range(215, 300))
     assert ea.domain_overlaps(lifecycles).empty
     assert ea.walk_order(ea.fault_domain_windows(lifecycles)) == "0 -> 1"
+
+
+def test_two_runs_reusing_event_ids_are_never_a_certain_overlap(tmp_path: Path) -> None:
+    """Two rehearsals appended to one history, each walking fault domain 0 then 1 without overlap, under the same
+    EventIds (one simulator seed): merged by id, each lifecycle spans both runs, which is no evidence of an overlap."""
+    def one_run(offset: int) -> List[Dict[str, Any]]:
+        def document(second: int) -> List[Dict[str, Any]]:  # one availability set: each VM sees both events
+            a = "Started" if 100 <= second < 200 else "Scheduled" if 50 <= second < 100 else None
+            b = "Started" if 250 <= second < 350 else "Scheduled" if 210 <= second < 250 else None
+            return ([event("A", a, ["vm0"], not_before=at(offset + 100))] if a else []) + \
+                ([event("B", b, ["vm1"], not_before=at(offset + 250))] if b else [])
+        return [observation(offset + second, name, document(second), fault_domain=domain)
+                for second in range(0, 400, 10) for name, domain in (("vm0", 0), ("vm1", 1))]
+    path = write_lines(tmp_path / "h.jsonl", one_run(0) + one_run(1000))
+    lifecycles = ea.event_lifecycles(ea.load_history(path))
+    assert set(ea.domain_overlaps(lifecycles)["kind"].astype(str)) == {"possible"}
+    assert lifecycles["id_reused"].all()
+    summary = summary_of([str(path)])
+    assert "0 certain" in summary and "2 lifecycle(s) reuse an EventId" in summary
+    one = ea.event_lifecycles(ea.load_history(write_lines(tmp_path / "one.jsonl", one_run(0))))
+    assert not one["id_reused"].any() and ea.domain_overlaps(one).empty
 
 
 def test_two_availability_sets_walking_at_once_are_no_overlap(tmp_path: Path) -> None:

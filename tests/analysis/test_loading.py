@@ -114,6 +114,18 @@ def test_a_corrupt_gzip_or_sidecar_is_one_sentence(tmp_path: Path) -> None:
         ea.load_history(tmp_path / "h.jsonl")
 
 
+def test_a_damaged_deflate_stream_in_a_gzip_history_is_one_sentence(tmp_path: Path) -> None:
+    """A sound gzip header over a damaged stream makes zlib raise its own error, not an OSError: it must still be
+    one sentence, saying what to do, rather than a traceback."""
+    lines = [observation(second, "vm0", []) for second in range(400)]
+    data = bytearray(gzip.compress("".join(json.dumps(line) + "\n" for line in lines).encode()))
+    data[12] = 0xFF  # the first deflate block's header, just past gzip's 10-byte header
+    (tmp_path / "h.jsonl.gz").write_bytes(bytes(data))
+    with pytest.raises(ea.HistoryError, match="compressed data is damaged") as raised:
+        ea.load_history(tmp_path / "h.jsonl.gz")
+    assert str(raised.value).count(". ") == 0 and "zcat" in str(raised.value)
+
+
 def test_histories_at_different_time_scales_are_not_mixed(tmp_path: Path) -> None:
     write_lines(tmp_path / "a.jsonl", good_lines())
     write_lines(tmp_path / "b.jsonl", good_lines())
@@ -168,7 +180,10 @@ def test_the_command_line_summarises_converts_and_fails_in_one_sentence(tmp_path
     path = write_lines(tmp_path / "h.jsonl", good_lines() + ["{oops"])
     summary = run_cli("summary", str(path))
     assert summary.returncode == 0 and "skipped 1 bad line(s): 1 invalid JSON" in summary.stdout
-    assert f"{path}:6: invalid JSON: {{oops" in summary.stdout and "2 event lifecycles: 1 cancelled, 1 open" in summary.stdout
+    assert f"e.g. {path}:6 (invalid JSON): {{oops" in summary.stdout and "2 event lifecycles: 1 cancelled, 1 open" in summary.stdout
+    assert summary.stdout.count("{oops") == 1, "each bad line's example is printed once"
+    described = run_cli("summary", "--help")
+    assert described.returncode == 0 and "fault-domain walk with its overlap verdict" in " ".join(described.stdout.split())
     converted = run_cli("to-parquet", str(path), str(tmp_path / "h.parquet"))
     assert converted.returncode == 0 and (tmp_path / "h.parquet").is_file()
     missing = run_cli("summary", str(tmp_path / "nope.jsonl"))

@@ -187,12 +187,13 @@ def test_the_task_file_questions_are_relative_to_the_project_and_empty_by_defaul
 
 # ------------------------------------------------------------ controller.yml, run up to its first controller call
 
-def run_controller(*extra: str) -> Dict[str, Any]:
+def run_controller(*extra: str, controller: str = "http://127.0.0.1:9") -> Dict[str, Any]:
     """controller.yml with these -e arguments, against a controller that refuses connections: its checks and the
-    surveys it computes run for real; the first awx.awx task fails to connect."""
+    surveys it computes run for real; the first awx.awx task fails to connect. `controller` '': none named."""
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
-               CONTROLLER_HOST="http://127.0.0.1:9", CONTROLLER_OAUTH_TOKEN="not-used")
+               CONTROLLER_HOST=controller, CONTROLLER_OAUTH_TOKEN="not-used")
     env.pop("CONTROLLER_USERNAME", None)
+    env.pop("TOWER_HOST", None)
     run = subprocess.run([str(BIN / "ansible-playbook"), str(AWX / "controller.yml"), *extra], capture_output=True,
                          text=True, timeout=120, check=False, env=env)
     assert run.returncode != 0
@@ -228,6 +229,17 @@ def test_controller_yml_sends_surveys_whose_default_answers_are_your_task_files(
                 question["default"] = f"maintenance/{question['variable'].split('_')[0]}.yml"
         assert sent[name]["spec"] == expected, name
         assert validate(survey_answers(sent[name]["spec"])) == []
+
+
+def test_without_a_controller_it_is_a_dry_run_that_stops_in_one_sentence() -> None:
+    """No CONTROLLER_HOST: awx.awx would try https://127.0.0.1 and fail with "unknown error"; the playbook checks
+    its variables and surveys, then says what is missing and what to export, before any awx.awx task."""
+    results = run_controller(*GIVEN, controller="")
+    (stop,) = [r for name, r in results.items() if name.startswith("Stop here when no controller is named")]
+    assert stop["failed"] and stop["msg"].startswith("no controller to configure: CONTROLLER_HOST is not set")
+    assert "export CONTROLLER_HOST=" in stop["msg"] and stop["msg"].count(". ") == 0
+    assert any(name.startswith("Surveys, with your prepare") for name in results), "the surveys were checked"
+    assert not any(name.startswith("Execution environment") for name in results)
 
 
 def test_ansible_builder_writes_the_execution_environment_build_context(tmp_path: Path) -> None:

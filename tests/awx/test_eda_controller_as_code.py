@@ -40,15 +40,17 @@ def readme_command() -> str:
     return command.replace("<git URL of your project>", str(AWX / "project")).replace("<your registry>", REGISTRY)
 
 
-def run(tmp: Path, command: str) -> subprocess.CompletedProcess:
+def run(tmp: Path, command: str, without: tuple = ()) -> subprocess.CompletedProcess:
     """In a directory of the user's (awx/ and extensions/ linked in, as in a clone), with the stand-in installed and
-    the controller's address and token in the environment as the README says."""
+    the controller's address and token in the environment as the README says (but for the variables `without`)."""
     for name in ("awx", "extensions"):
         if not (tmp / name).exists():
             (tmp / name).symlink_to(REPO / name)
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", ANSIBLE_NOCOLOR="1",
                ANSIBLE_COLLECTIONS_PATH=str(STAND_IN), ANSIBLE_EDA_STAND_IN_STORE=str(tmp / "eda.json"),
                AAP_HOSTNAME="https://eda.example", AAP_TOKEN="stand-in-token")
+    for name in without:
+        env.pop(name, None)
     return subprocess.run(["bash", "-ec", command], cwd=tmp, env=env, capture_output=True, text=True, timeout=300,
                           check=False)
 
@@ -113,6 +115,15 @@ def test_a_missing_required_variable_stops_it_before_anything_is_created(tmp_pat
     result = run(tmp_path, command)
     assert result.returncode != 0
     assert "relay_secret is required: give the relays' shared secret" in result.stdout
+    assert not (tmp_path / "eda.json").exists()
+
+
+def test_without_an_eda_controller_it_is_a_dry_run_that_stops_in_one_sentence(tmp_path: Path) -> None:
+    """The variables are checked, then one sentence says what is missing and what to export; nothing is created."""
+    result = run(tmp_path, readme_command(), without=("AAP_HOSTNAME", "CONTROLLER_HOST"))
+    assert result.returncode != 0 and "Traceback" not in result.stdout + result.stderr
+    message = next(line for line in result.stdout.splitlines() if "no EDA controller to configure" in line)
+    assert "export AAP_HOSTNAME=" in message and "missing required arguments" not in result.stdout
     assert not (tmp_path / "eda.json").exists()
 
 

@@ -17,7 +17,12 @@ from typing import List, Any, Dict, Optional, Tuple
 
 import pytest
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import SIGNATURE_HEADER, relay_key, sign
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import (
+    SIGNATURE_HEADER,
+    VERSION,
+    relay_key,
+    sign,
+)
 from tests.conftest import COLLECTIONS_PATH
 from tests.eda.rulebook_setup import free_port
 
@@ -128,6 +133,21 @@ def test_a_new_event_on_two_vms_becomes_one_cycle_event_naming_both(tmp_path: Pa
     event = whole["scheduled_events"]
     assert event["hosts"] == ["vm0", "vm1"] and event["changed"] == ["vm0", "vm1"] and event["stale"] == []
     assert event["done_url"].startswith("http://127.0.0.1:") and event["done_url"].endswith("/2")
+
+
+def test_the_source_says_when_it_starts_which_version_listens_where_for_which_hosts(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """ansible-rulebook shows no INFO log by default: the start-up line goes to stderr, where a trial sees it."""
+    async def scenario() -> None:
+        source = Source(tmp_path, host="127.0.0.1")
+        task = await started(source)
+        task.cancel()
+        port.append(source.port)
+    port: List[int] = []
+    asyncio.run(scenario())
+    assert capsys.readouterr().err.splitlines() == [
+        f"scheduled_events source {VERSION}: listening for relay pushes on http://127.0.0.1:{port[0]}/push, "
+        "expecting 3 hosts (vm0, vm1, vm2)"]
 
 
 @pytest.mark.parametrize("case, status, fragment", [

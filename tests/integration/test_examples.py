@@ -19,6 +19,8 @@ import json
 import os
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 from contextlib import ExitStack
@@ -395,3 +397,20 @@ def _tasks(tasks: List[Dict[str, Any]]) -> Iterator[Dict[str, Any]]:
     for task in tasks or []:
         yield task
         yield from _tasks(task.get("block", []))
+
+
+def test_marker_file_prepares_a_vm_whose_marker_folder_does_not_exist_yet(tmp_path: Path) -> None:
+    """A first event on a new VM: the folder is created, not a failed prepare (copy creates no parent folder)."""
+    folder = tmp_path / "not" / "there" / "yet"
+    event = {"event_id": "E-1", "event_type": "Reboot", "event_source": "Platform", "not_before": "",
+             "seconds_to_not_before": 900, "duration_in_seconds": 7, "resources": ["localhost"], "description": "test"}
+    playbook = tmp_path / "prepare.yml"
+    playbook.write_text(yaml.safe_dump([{
+        "hosts": "localhost", "gather_facts": False, "connection": "local",
+        "vars": {"maintenance_cycle_event": event, "marker_file_dir": str(folder)},
+        "tasks": [{"ansible.builtin.include_tasks": str(EXAMPLES / "marker_file" / "prepare.yml")}]}]))
+    done = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), str(playbook)], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp")))
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert (folder / "in-maintenance-E-1").read_text() == "Reboot\n"
+    assert json.loads((folder / "maintenance-audit.jsonl").read_text())["phase"] == "prepare"

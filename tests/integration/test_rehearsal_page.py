@@ -55,10 +55,14 @@ def test_the_rehearsal_page_runs_as_written_against_the_stand_in(tmp_path: Path)
     assert "--port 8080" in stand_in and "http://localhost:80 " in inventory
     env = dict(os.environ, HOME=str(tmp_path / "home"), PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
                ANSIBLE_NOCOLOR="1", ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"))
-    server = subprocess.Popen(["bash", "-ec", "exec " + stand_in.strip().replace("--port 8080", f"--port {port}")],
-                              cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    def start_stand_in() -> "subprocess.Popen[str]":
+        started = subprocess.Popen(["bash", "-ec", "exec " + stand_in.strip().replace("--port 8080", f"--port {port}")],
+                                   cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert "ready at" in (started.stdout.readline() if started.stdout else ""), "the stand-in did not start"
+        return started
+
+    server = start_stand_in()
     try:
-        assert "ready at" in (server.stdout.readline() if server.stdout else ""), "the stand-in did not start"
         url = f"http://127.0.0.1:{port}"
         wait_for(lambda: control(url, "events"), 10, "the stand-in's user reboot to appear")
         (tmp_path / "mock.ini").write_text(inventory.replace("http://localhost:80", url))
@@ -72,9 +76,23 @@ def test_the_rehearsal_page_runs_as_written_against_the_stand_in(tmp_path: Path)
                  "the approved reboot to run and leave the document")
         second = subprocess.run(["bash", "-ec", cycle], cwd=tmp_path, env=env, capture_output=True, text=True,
                                 timeout=300)
+        # "start the stand-in again for another try": a new run, a new EventId, prepared and approved again (one
+        # served again would be the one the saved state approved, and the cycle would do nothing)
+        server.terminate()
+        server.wait(timeout=30)
+        server = start_stand_in()
+        wait_for(lambda: control(url, "events"), 10, "the restarted stand-in's user reboot to appear")
+        again = subprocess.run(["bash", "-ec", cycle], cwd=tmp_path, env=env, capture_output=True, text=True,
+                               timeout=300)
+        (retried,) = control(url, "events")
+        approved_again = control(url, "approvals")
     finally:
         server.terminate()
         server.wait(timeout=30)
+    assert again.returncode == 0, (again.stdout + again.stderr)[-4000:]
+    assert retried["event_id"] != events[0]["event_id"], "a fresh EventId per run"
+    assert f"Would drain rehearsal for Reboot {retried['event_id']}" in again.stdout
+    assert [a["event_ids"] for a in approved_again] == [[retried["event_id"]]]
     output = first.stdout + first.stderr
     assert first.returncode == 0, output[-4000:]
     (event,) = events

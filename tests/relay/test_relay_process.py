@@ -20,10 +20,12 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import jsonschema
 import pytest
+import yaml
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import (
     PushError,
     SIGNATURE_HEADER,
+    VERSION,
     check_push,
     relay_key,
 )
@@ -245,6 +247,25 @@ def test_a_wrong_token_is_refused_and_nothing_is_lost(tmp_path: Path, fleet: Liv
     assert receiver.pushes == [] and "does not match" in receiver.refused[0]
     assert "refused a push with HTTP 401" in stderr
     assert list((relay.dir / "state" / "spool").glob("*.json")), "the change stays in the spool"
+
+
+def test_the_relay_says_when_it_starts_which_version_reads_what_and_pushes_where(tmp_path: Path,
+                                                                                    fleet: LiveFleet) -> None:
+    """A trial where nothing seems to happen starts from this line: which code, which VM, which IMDS, which
+    controller address and port."""
+    receiver = Receiver()
+    vm = fleet.vms[0]
+    relay = RelayBench(tmp_path, fleet, vm, receiver.port)
+    relay.start()
+    try:
+        wait_for(lambda: receiver.pushes, 10, "a first push")
+    finally:
+        stderr = relay.stop()
+        receiver.close()
+    galaxy = yaml.safe_load((Path(__file__).resolve().parents[2] / "galaxy.yml").read_text())
+    assert VERSION == galaxy["version"], "relay.VERSION is the collection's version"
+    assert stderr.splitlines()[0] == (f"azure-imds-relay: version {VERSION} started for host {vm}: reads "
+                                      f"{fleet.url(vm)} every 0.2 s, pushes to http://127.0.0.1:{receiver.port}/push.")
 
 
 def test_a_state_path_that_is_not_absolute_is_refused_in_one_sentence(tmp_path: Path, fleet: LiveFleet) -> None:

@@ -49,8 +49,15 @@ def _has_news(host_plan, seen):
                 or any(host_plan.get(key) for key in NEWS))
 
 
-def _waits(host, host_plan):
-    lines = []
+# An event this VM's saved state approved and IMDS still serves Scheduled: never approved again (Written ahead), and
+# without this line the cycle does nothing and says nothing (a restarted mock or simulator serving an old id again)
+APPROVED_BEFORE = ("approved by an earlier run (this VM's saved state) and still Scheduled, so it is not approved "
+                   "again; if the IMDS behind it was restarted and serves an old id (a mock, the simulator with a "
+                   "fixed --seed), start from a new state file")
+
+
+def _waits(host, host_plan, approved_before=()):
+    lines = ["%s %s %s" % (host, short_id(event_id), APPROVED_BEFORE) for event_id in approved_before]
     for key, word in WAITS:
         for item in host_plan.get(key) or ():
             reason = item.get("reason") if isinstance(item, dict) else ""
@@ -58,12 +65,14 @@ def _waits(host, host_plan):
     return lines
 
 
-def plan_table(plan, seen=None, check_mode=False):
+def plan_table(plan, seen=None, check_mode=False, approved_before=None):
     """[lines]: the heading, the aligned rows of the hosts with news, what waits and why, and the quiet count; none
     when every host is quiet, outside check mode.
 
-    `plan` is cycle_policy.plan_cycle's; `seen` is {host: [event ids its read shows listing its VM]}."""
+    `plan` is cycle_policy.plan_cycle's; `seen` is {host: [event ids its read shows listing its VM]};
+    `approved_before` {host: [ids of those still Scheduled that its saved state says were approved]}."""
     seen = seen or {}
+    approved_before = approved_before or {}
     hosts = plan.get("hosts") or {}
     shown = [h for h in sorted(hosts) if _has_news(hosts[h], seen.get(h))]
     heading = ("Check mode: nothing is prepared, approved, recovered or saved; this cycle would do this now "
@@ -75,7 +84,7 @@ def plan_table(plan, seen=None, check_mode=False):
     rows = [COLUMNS] + [_row(h, hosts[h], seen.get(h)) for h in shown]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
     lines = [heading] + ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
-    waits = [line for h in shown for line in _waits(h, hosts[h])]
+    waits = [line for h in shown for line in _waits(h, hosts[h], approved_before.get(h) or ())]
     if waits:
         lines += ["waits:"] + ["  " + line for line in waits]
     quiet = len(hosts) - len(shown)

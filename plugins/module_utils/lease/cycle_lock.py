@@ -94,7 +94,11 @@ def refresh(text, owner, now, lease_seconds, path):
     """The renewed lock text; LockError when this run no longer holds the lock."""
     holder = None if text is None else parse_lock(text)
     if holder is None:
-        raise LockError("this run's lock %s is gone, so it may no longer hold this VM; nothing was done." % path)
+        # The usual cause: two hosts of one run given the same state path share this lock, and the first to finish
+        # released it under the other (whose saved events it also shares).
+        raise LockError("this run's lock %s is gone, so it may no longer hold this VM and nothing was done: most "
+                        "likely another host of this run shares this VM's state path and released it, so give each "
+                        "host its own maintenance_cycle_state_path (the default is one per machine)." % path)
     if holder["owner"] != owner:
         raise LockError("this run's lock %s is now held by %s (its lease ended), so nothing was done." % (
             path, holder["owner"]))

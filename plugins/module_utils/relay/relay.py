@@ -31,6 +31,9 @@ from typing import Any, Dict, List, Optional
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.quiet import is_quiet as quiet_rule
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import resource_name
 
+# The collection's version (galaxy.yml is its home; tests/relay/test_relay_process.py keeps this equal), as the relay
+# and the event source say it when they start: which code runs on a VM is the first question of a silent trial.
+VERSION = "0.1.0"
 PUSH_VERSION = 1
 SIGNATURE_HEADER = "X-Scheduled-Events-Signature"
 CHANGE = "change"

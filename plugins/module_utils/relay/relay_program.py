@@ -64,6 +64,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import (
     SIGNATURE_HEADER,
+    VERSION,
     LogLimiter,
     RelaySettings,
     Tracker,
@@ -616,6 +617,8 @@ def main(argv=None):
         return 2
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: relay.stop.set())
+    log("version %s started for host %s: reads %s every %g s, pushes to %s." % (
+        VERSION, config.host, config.imds_url, config.poll_interval, config.controller_url))
     return relay.run()
 
 

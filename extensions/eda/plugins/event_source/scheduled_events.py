@@ -31,6 +31,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import (  # noqa: E402
     MAX_PUSH_BYTES,
     SIGNATURE_HEADER,
+    VERSION,
     LogLimiter,
     PushError,
     check_push,
@@ -338,7 +339,11 @@ async def main(queue: asyncio.Queue, args: Dict[str, Any]) -> None:
     await site.start()
     scheme = "https" if context else "http"
     done_url = "%s://%s:%d/done/%s" % (scheme, done_host, settings["port"], receiver.secret)
-    LOG.info("listening for relay pushes on %s://%s:%d/push", scheme, settings["host"], settings["port"])
+    expected = settings["expected_hosts"]
+    sys.stderr.write("scheduled_events source %s: listening for relay pushes on %s://%s:%d/push, expecting %s\n" % (
+        VERSION, scheme, settings["host"], settings["port"],
+        "%d hosts (%s)" % (len(expected), ", ".join(expected)) if expected else "any host of the target"))
+    sys.stderr.flush()
     warned: Set[str] = set()
     try:
         while True:

@@ -51,3 +51,13 @@ def test_what_waits_is_given_in_order_refused_deferred_then_not_approved_with_ea
                                   waiting=[{"event_id": OTHER, "reason": "not prepared on vm1"}])}}
     assert plan_table(plan)[-2:] == ["  vm0 5D1B7E2A refused: its set is split",
                                      "  vm0 9F0A1C2D not approved now: not prepared on vm1"]
+
+
+def test_an_event_approved_before_and_still_scheduled_says_why_nothing_is_done() -> None:
+    """A restarted mock or simulator serving an id the saved state approved: the cycle sends no second approval, and
+    says so, rather than doing nothing silently."""
+    plan = {"hosts": {"vm0": host()}}
+    lines = plan_table(plan, {"vm0": [EVENT]}, approved_before={"vm0": [EVENT]})
+    assert lines[-2] == "waits:"
+    assert lines[-1].startswith("  vm0 5D1B7E2A approved by an earlier run (this VM's saved state) and still Scheduled")
+    assert "start from a new state file" in lines[-1]

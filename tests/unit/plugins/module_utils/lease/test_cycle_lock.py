@@ -67,8 +67,11 @@ def test_refresh_renews_only_this_runs_lock() -> None:
     assert json.loads(refresh(held_by("run a", 1), "run a", NOW, 600, PATH))["expires_at"] == "2026-11-22T03:10:00Z"
     with pytest.raises(LockError, match="now held by run b"):
         refresh(held_by("run b", 10), "run a", NOW, 600, PATH)
-    with pytest.raises(LockError, match="is gone"):
+    with pytest.raises(LockError, match="is gone") as gone:
         refresh(None, "run a", NOW, 600, PATH)
+    # Two local hosts on the default state path share one lock: the message names that cause and its fix.
+    assert "shares this VM's state path" in str(gone.value) and "its own maintenance_cycle_state_path" in str(gone.value)
+    assert str(gone.value).count(". ") == 0 and str(gone.value).endswith(".")
 
 
 def test_release_deletes_only_this_runs_lock() -> None:
