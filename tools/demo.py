@@ -148,7 +148,7 @@ def analyse() -> None:
               f"Started to gone {_span(row.started_to_gone_s_min, row.started_to_gone_s_max)} s, {row.outcome}")
     overlaps = ea.domain_overlaps(lifecycles)
     print(f"  fault domains walked {ea.walk_order(windows)}; {len(overlaps)} overlap(s) between fault domains.")
-    print("Explore it in JupyterLab (notice times, durations, fault-domain serialisation): make notebooks")
+    print("Explore it in JupyterLab (notice times, durations, fault-domain serialisation, reaction): make notebooks")
 
 
 def _span(low: Any, high: Any) -> str:

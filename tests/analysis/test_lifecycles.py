@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import event_analysis as ea
-from tests.analysis.histories import (Simulated, approval, at, event, iso, observation, parse, simulate,
+from tests.analysis.histories import (Simulated, action, approval, at, event, iso, observation, parse, simulate,
                                       write_lines)
 
 SLACK = timedelta(milliseconds=1)  # observed_at is written with millisecond precision
@@ -314,3 +314,19 @@ def test_events_between_polls_get_zero_to_gap_notice_and_a_verdict_only_the_data
         assert verdicts["failure"] == {"no notice (type)"}
     if poll > 30:  # a 30 s Preempt falls between polls: its notice cannot be told from none
         assert "unknown" in verdicts["Preempt"]
+
+
+def test_regression_a_long_polled_history_draws_no_lower_bound_of_impact_from_its_gaps(tmp_path: Path) -> None:
+    """The retired watch long-polled every VM and kept only each round's last document: the gap between two of its
+    records said nothing of how long the VM was silent, and a 7 s reboot read as certainly 46 to 389 s. Such a
+    host's lower bound is 0; its upper bound and a host polled plainly are as before."""
+    started = [event("R", "Started", ["vm0", "vm1"])]
+    lines = []
+    for host in ("vm0", "vm1"):
+        lines += [observation(s, host, events) for s, events in ((0, []), (30, []), (60, started), (300, started),
+                                                                 (330, []))]
+    lines.append(action(10, "vm0", "prepare", "R", trigger="watch"))  # the watch's own record of vm0
+    lines.append(action(10, "vm1", "prepare", "R", trigger="schedule"))
+    frame = ea.event_lifecycles(ea.load_history(write_lines(tmp_path / "h.jsonl", lines))).set_index("host")
+    assert (frame.loc["vm0"].impact_s_min, frame.loc["vm0"].impact_s_max) == (0, 240)
+    assert (frame.loc["vm1"].impact_s_min, frame.loc["vm1"].impact_s_max) == (180, 240), "a plain poll: as before"

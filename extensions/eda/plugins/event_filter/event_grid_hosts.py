@@ -33,9 +33,9 @@ description:
     C(event.scheduled_events) (C(hosts), C(listed), C(event_id), C(event_status), C(reason)) and
     C(event.meta.hosts), which leaves the rule's cycle on its whole target.
   - A notification only widens what a cycle looks at; the cycle reads each host itself. So the cycle covers every
-    host of its target, not only the C(listed) ones nor only those of O(vm_ids_file): the fault-domain limit needs
-    every host that may still owe a recover, and a notification does not say which. C(hosts) names the expected
-    ones, for the log. A repeated delivery (the same Event Grid id) and events of
+    host of its target, not only the C(listed) ones nor only those of O(vm_ids_file), since the fault-domain limit
+    needs every host that may still owe a recover, and a notification does not say which. C(hosts) names the
+    expected ones, for the log. A repeated delivery (the same Event Grid id) and events of
     other types are left without C(scheduled_events), so no rule fires for them.
 options:
   vm_ids_file:
