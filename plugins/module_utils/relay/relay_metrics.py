@@ -114,19 +114,21 @@ def _next_not_before(events):
 
 
 def _pushes_family(pushes):
-    family = Family(PREFIX + "pushes_total", "counter", "Pushes to the controller by result (sent; refused for "
-                    "good with a 400 or 413 and dropped; failed and kept to retry).")
-    for result in PUSH_RESULTS:
-        family.add(pushes.get(result, 0), result=result)
-    return family
+    return _results_family("pushes_total", "Pushes to the controller by result (sent; refused for good with a 400 or "
+                           "413 and dropped; failed and kept to retry).", PUSH_RESULTS, pushes)
 
 
 LOCAL_COMMAND_RESULTS = ("ok", "failed")
 
 
 def _local_command_family(exits):
-    family = Family(PREFIX + "local_command_exits_total", "counter", "The fast path's local command runs that ended, "
-                    "by result (ok: exit status 0; failed: another status or a signal).")
-    for result in LOCAL_COMMAND_RESULTS:
-        family.add(exits.get(result, 0), result=result)
+    return _results_family("local_command_exits_total", "The fast path's local command runs that ended, by result "
+                           "(ok: exit status 0; failed: another status or a signal).", LOCAL_COMMAND_RESULTS, exits)
+
+
+def _results_family(name, description, results, counts):
+    """A counter by `result`, every known result present (a counter that appears only once it counts breaks rate())."""
+    family = Family(PREFIX + name, "counter", description)
+    for result in results:
+        family.add(counts.get(result, 0), result=result)
     return family
