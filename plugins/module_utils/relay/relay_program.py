@@ -44,12 +44,13 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observ
     vm_of,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.history_file import HistoryFile
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import ImdsClient, ImdsError
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import replace_file
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import (
     SUPPORTED_API_VERSIONS,
+    ImdsClient,
+    ImdsError,
     read_document,
 )
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import replace_file
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.prometheus_text import render
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay_metrics import (
     RelayCounters,
