@@ -39,7 +39,7 @@ VIEWS = f"{CYCLE}/views.py"
 FAULT_DOMAINS = f"{CYCLE}/fault_domains.py"
 TRANSITION = f"{CYCLE}/transition.py"
 VIEW = "plugins/module_utils/relay/fleet_view.py"
-IMDS_FACE = "plugins/module_utils/control_plane/imds_face.py"
+HOST_READ = "plugins/module_utils/control_plane/host_read.py"
 WAKE_UP = "plugins/module_utils/control_plane/wake_up.py"
 ROLE = "roles/maintenance_cycle/tasks"
 FLEET_DAYS = 2000
@@ -110,12 +110,12 @@ MUTATIONS: Dict[str, List[Change]] = {
     # issue 30
     "a control-plane read that shows neither an event on record nor its end counts as news (a read gone back in time "
     "undoes a drain)":
-        [(IMDS_FACE, "    if owed:\n        raise ControlPlaneBlind", "    if False:\n        raise ControlPlaneBlind")],
+        [(HOST_READ, "    if owed:\n        raise ControlPlaneBlind", "    if False:\n        raise ControlPlaneBlind")],
     "a control-plane host whose own Preempt or Terminate Completed is still read (a deleted VM's domain licenses "
     "another)":
-        [(IMDS_FACE, '                and host in event.get("hosts", [])):', '                and False):')],
+        [(HOST_READ, '                and host in event.get("hosts", [])):', '                and False):')],
     "a control-plane read that does not show an approved or merely seen event forgets it (the approval is sent twice)":
-        [(IMDS_FACE, 'recorded = [e["event_id"] for e in state.get("events") or []] + list(state.get("approved") or [])',
+        [(HOST_READ, 'recorded = [e["event_id"] for e in state.get("events") or []] + list(state.get("approved") or [])',
           'recorded = [e["event_id"] for e in state.get("events") or [] if e.get("prepare") or e.get("event_status") '
           '== "Started"]')],
     "an Event Grid notification wakes a cycle on the hosts it lists only (a host of another domain owing a recover goes uncounted)":

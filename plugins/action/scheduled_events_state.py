@@ -14,4 +14,3 @@ class ActionModule(HostTransportAction):
     RUN = staticmethod(run_save)
     ARGUMENT_SPEC = staticmethod(argument_spec)
     PATH_OPTIONS = ("path",)
-    WINDOWS = False  # Windows VMs: the role saves with ansible.windows.win_copy (save_state_windows.yml)

@@ -98,7 +98,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.history_file import (
     LOCK_TIMEOUT_S, HistoryFile, NoFlock, flock_within)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.prometheus_text import render
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.state_reader import read_text
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.linux_vm import read_text_file
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.cycle_metrics import (
     RunTally, add_run, controller_families, counters_text, load_counters, tally_plan, tally_record)
 
@@ -246,7 +246,7 @@ class CallbackModule(CallbackBase):
             except NoFlock:
                 locked = False   # as the history file: written without a lock where flock does not exist
             try:
-                text = read_text(counters_path)   # unreadable: the run warns and leaves both files as they are
+                text = read_text_file(counters_path)   # unreadable: the run warns and leaves both files as they are
                 counters, problem = load_counters(text)
                 if problem:
                     self._warn_once("scheduled_events_history: %s: %s" % (counters_path, problem))

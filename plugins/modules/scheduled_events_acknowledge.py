@@ -106,13 +106,14 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane_task import (
     acknowledge_argument_spec,
     run_acknowledge,
+    azure_edges,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import run_module
 
 
 def main():
     module = AnsibleModule(argument_spec=acknowledge_argument_spec(), supports_check_mode=True)
-    run_module(module, run_acknowledge)
+    run_module(module, run_acknowledge, azure_edges)
 
 
 if __name__ == "__main__":

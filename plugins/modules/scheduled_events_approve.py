@@ -103,13 +103,13 @@ options:
         never sends them again, and a run whose lease ran out (its VM taken over by another run) sends nothing.
       - A state file this module cannot trust (damaged, or of a newer version), or one it cannot write, fails the
         task before anything is sent.
-      - Linux VMs only; on Windows VMs the maintenance_cycle role records the approval with a save of its own
-        before this task.
+      - On Windows VMs the state is read with M(ansible.windows.slurp) and written with M(ansible.windows.win_copy);
+        they keep no lock, so nothing is renewed there.
     type: path
   lock_owner:
     description:
       - This run's lock owner name, when it holds the VM's lock (C(<state_path>.lock)); see O(state_path).
-      - Not supported on Windows VMs, which take no VM lock.
+      - Windows VMs keep no VM lock: there the task warns and records the approval without one.
     type: str
   lease_seconds:
     description:
@@ -209,16 +209,13 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.
     argument_spec,
     run_approve,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import update_under_guard
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import run_module
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.state_file import write_state
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.state_reader import read_text
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), required_one_of=REQUIRED_ONE_OF,
                            mutually_exclusive=MUTUALLY_EXCLUSIVE, supports_check_mode=True)
-    run_module(module, run_approve, dict(read_text=read_text, update_lock=update_under_guard, write_text=write_state))
+    run_module(module, run_approve)
 
 
 if __name__ == "__main__":

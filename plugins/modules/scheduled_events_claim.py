@@ -186,14 +186,12 @@ control_plane_ended:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.claim_task import argument_spec, run_claim
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import update_under_guard
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import run_module
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.state_reader import read_text
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    run_module(module, run_claim, dict(read_text=read_text, update_lock=update_under_guard))
+    run_module(module, run_claim)
 
 
 if __name__ == "__main__":

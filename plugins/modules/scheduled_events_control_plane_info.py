@@ -120,13 +120,14 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane_task import (
     info_argument_spec,
     run_control_plane_info,
+    azure_edges,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import run_module
 
 
 def main():
     module = AnsibleModule(argument_spec=info_argument_spec(), supports_check_mode=True)
-    run_module(module, run_control_plane_info)
+    run_module(module, run_control_plane_info, azure_edges)
 
 
 if __name__ == "__main__":

@@ -287,12 +287,11 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.info_task import argument_spec, run_info
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import run_module
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.state_reader import read_text
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    run_module(module, run_info, dict(read_text=read_text))
+    run_module(module, run_info)
 
 
 if __name__ == "__main__":

@@ -124,14 +124,13 @@ lock:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import update_under_guard
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.lock_task import argument_spec, run_lock
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import run_module
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    run_module(module, run_lock, dict(update_lock=update_under_guard))
+    run_module(module, run_lock)
 
 
 if __name__ == "__main__":

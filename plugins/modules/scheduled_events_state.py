@@ -33,8 +33,9 @@ attributes:
     description: Shows the state file before and after.
   platform:
     support: full
-    platforms: posix
-    description: Linux VMs; the role saves the state of Windows VMs with M(ansible.windows.win_copy).
+    platforms: [posix, windows]
+    description: Linux VMs run the module; for Windows VMs the action plugin saves the state with
+      M(ansible.windows.win_file) and M(ansible.windows.win_copy); given O(lock_owner), it warns that no lock is kept there.
 options:
   path:
     description: The state file on the VM (the role's C(maintenance_cycle_state_path)).
@@ -100,14 +101,13 @@ lock:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import update_under_guard
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import run_module
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.state_file import argument_spec, run_save
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    run_module(module, run_save, dict(update_lock=update_under_guard))
+    run_module(module, run_save)
 
 
 if __name__ == "__main__":

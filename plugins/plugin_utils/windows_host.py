@@ -1,13 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Windows VMs: a module's task on the controller, reaching IMDS through ansible.windows.win_uri (the edges).
+"""Windows VMs: a module's task on the controller, for a WindowsVm host that reaches the VM through ansible.windows.
 
-Python modules cannot run on Windows, and IMDS answers only from inside the VM.
-So for a PowerShell connection the action plugin runs the same `run_*` function
-the Linux module runs, with edges that make each HTTP request a win_uri call on
-the VM and read the state file with slurp. Parsing, retries, the diff and the
-approval rules are therefore the same code on both platforms.
+Python modules cannot run on Windows, and IMDS answers only from inside the VM. So for a PowerShell connection the
+action plugin runs the same `run_*` function the Linux module runs, for a host whose IMDS requests are win_uri
+calls on the VM, whose state is read with slurp and written with win_file and win_copy, and which keeps no lock
+(said once, in its capabilities). Parsing, retries, the diff, the approval rules and the approval's write-ahead
+record are therefore the same code on both platforms.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+import ntpath
 from typing import Any, Callable, Dict, Optional
 
 from ansible.errors import AnsibleError
@@ -26,14 +27,17 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.docume
     timeout_error,
     unreachable_error,
 )
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.host import Capabilities, StateUnreadable
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.imds_host import ImdsHost
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
-    StateUnreadable,
-    TaskEdges,
     TaskFailed,
+    build_client,
 )
 
 WIN_URI = "ansible.windows.win_uri"
 SLURP = "ansible.windows.slurp"
+WIN_FILE = "ansible.windows.win_file"
+WIN_COPY = "ansible.windows.win_copy"  # an action plugin: it carries `content` to the VM
 # win_uri fails on any status outside this list; we want every answer back and judge it ourselves.
 EVERY_STATUS = list(range(100, 600))
 SEND_FAILURE = "Unhandled exception occurred when sending web request"
@@ -90,16 +94,32 @@ def state_text_of(path: str, result: Dict[str, Any]) -> Optional[str]:
         raise StateUnreadable("slurp returned content that is not UTF-8 text in base64 (%s)" % exc)
 
 
-def windows_edges(call: ModuleCall, warn: Callable[[str], None]) -> TaskEdges:
-    """TaskEdges whose HTTP and file reads run on the VM through `call(module, args)`."""
+class WindowsVm(ImdsHost):
+    """A Windows VM, reached from the controller: `call(module, args)` runs a module on it, `run_action(action, args)`
+    an action plugin for it."""
 
-    def send(method: str, url: str, body: Optional[str], timeout: float) -> bytes:
-        return answer_of(method, url, timeout, call(WIN_URI, win_uri_args(method, url, body, timeout)))
+    transport = "win_uri"
+    capabilities = Capabilities(no_lock="the VM lock is not supported on Windows VMs yet, so this run goes on without "
+                                        "it on this host.")
 
-    def read_text(path: str) -> Optional[str]:
-        return state_text_of(path, call(SLURP, {"src": path}))
+    def __init__(self, params: Dict[str, Any], call: ModuleCall, run_action: ModuleCall, warn: Callable[[str], None]):
+        def send(method: str, url: str, body: Optional[str], timeout: float) -> bytes:
+            return answer_of(method, url, timeout, call(WIN_URI, win_uri_args(method, url, body, timeout)))
 
-    return TaskEdges(warn=warn, send=send, read_text=read_text)
+        ImdsHost.__init__(self, build_client(params, send) if "imds_url" in params else None, warn)
+        self.call, self.run_action = call, run_action
+
+    def read_state(self, path: str) -> Optional[str]:
+        return state_text_of(path, self.call(SLURP, {"src": path}))
+
+    def write_state(self, path: str, text: str) -> None:
+        """Its folder, then the file (win_copy replaces it whole); the files inherit the ACL of the user's profile,
+        which only that user and administrators can read."""
+        done = self.call(WIN_FILE, {"path": ntpath.dirname(path), "state": "directory"})
+        if not done.get("failed"):
+            done = self.run_action(WIN_COPY, {"content": text, "dest": path})
+        if done.get("failed"):
+            raise OSError("ansible.windows could not write %s on the VM: %s" % (path, done.get("msg") or "no message"))
 
 
 def call_module(action: Any, task_vars: Dict[str, Any]) -> ModuleCall:
@@ -112,3 +132,17 @@ def call_module(action: Any, task_vars: Dict[str, Any]) -> ModuleCall:
                 raise TaskFailed(MISSING_COLLECTION % exc)
             raise
     return call
+
+
+def call_action(action: Any, task_vars: Dict[str, Any]) -> ModuleCall:
+    """`run(action plugin, args)`: another action plugin run for the action's host, as its own task would."""
+    def run(name: str, args: Dict[str, Any]) -> Dict[str, Any]:
+        task = action._task.copy()
+        task.args = args
+        plugin = action._shared_loader_obj.action_loader.get(
+            name, task=task, connection=action._connection, play_context=action._play_context, loader=action._loader,
+            templar=action._templar, shared_loader_obj=action._shared_loader_obj)
+        if plugin is None:
+            raise TaskFailed(MISSING_COLLECTION % ("the action %s was not found" % name))
+        return plugin.run(task_vars=task_vars)
+    return run

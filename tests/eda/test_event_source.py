@@ -371,3 +371,12 @@ def test_a_done_report_says_which_hosts_were_read_quiet_and_which_were_taken_as_
             source.read_quiet_of(body)
     else:
         assert source.read_quiet_of(body) == expected
+
+
+def test_the_source_imports_no_part_of_the_vm_program() -> None:
+    """The relay's program runs on the VMs; the controller's source shares the push protocol with it (relay.py,
+    key_file.py) and nothing else, so that a change to the VM program cannot break the source."""
+    import ast
+    imported = {node.module for node in ast.walk(ast.parse(SOURCE.read_text())) if isinstance(node, ast.ImportFrom)}
+    assert not [m for m in imported if m and m.endswith("relay.relay_program")]
+    assert any(m and m.endswith("relay.key_file") for m in imported)

@@ -1,7 +1,7 @@
 """The fault model with half the fleet on the control-plane transport (docs/control-plane.md).
 
 Every other VM is read from the run's one Resource Graph read and approved with a Microsoft.Maintenance acknowledge,
-through the same pure functions the action plugins use (control_plane/graph_read.py, imds_face.py), the rest through
+through the same pure functions the control-plane host uses (control_plane/graph_read.py, host_read.py), the rest through
 IMDS as in fault_model.py; the judges are the same ledger and engine record. On top of fault_model.py's faults:
 
 - Resource Graph lags: each read shows the fleet as it was up to LAG_S ago (the simulator's rows as of then), so an
@@ -34,14 +34,14 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.contro
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.graph_read import read_of_rows
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_map import host_index
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.imds_face import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_read import (
     ControlPlaneBlind,
     acknowledgements,
     check_owed,
     check_present,
     check_read,
-    compute_for,
     document_for,
+    facts_for,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.wake_up import hosts_to_wake
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import (
@@ -49,12 +49,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.
     with_approved,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.approval import plan_approval
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import (
-    annotate,
-    compute_facts,
-    iso_utc,
-    parse_document,
-)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import annotate, iso_utc
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane_task import (
     info_argument_spec,
     read_catching_up,
@@ -118,7 +113,7 @@ class ControlPlaneRun(FleetRun):
         return self.engine.vm_state(vm).vm.resource_id
 
     def document(self, vm: str, read: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-        """What the face serves the claim (None: the host is blind, its read fails)."""
+        """The document the host serves the claim (None: the host is blind, its read fails)."""
         try:
             check_read(read, vm, self.vm_id(vm), self.now, MAX_AGE_S)
             check_present(read, vm)
@@ -126,7 +121,7 @@ class ControlPlaneRun(FleetRun):
         except ControlPlaneBlind:
             self.blind += 1
             return None
-        return parse_document(json.dumps(document_for(read, vm, self.now)))
+        return document_for(read, vm, self.now)
 
     def read(self, vm: str, cycle: Cycle) -> Dict[str, Any]:
         if vm not in self.on_control_plane:
@@ -137,7 +132,7 @@ class ControlPlaneRun(FleetRun):
         if parsed is None:
             return {"failed": True}
         spec = self.engine.vm_state(vm).vm
-        this_vm = compute_facts(compute_for(vm, spec.resource_id, spec.fault_domain, spec.zone))
+        this_vm = facts_for(vm, spec.resource_id, spec.fault_domain, spec.zone)
         unreadable = self.chance(self.faults.unreadable)
         events = annotate(parsed["events"], this_vm["name"], self.now)
         return {"events": events, "events_for_this_vm": [e for e in events if e["affects_this_vm"]],

@@ -87,6 +87,26 @@ def test_leader_on_windows_approves_once_and_the_rules_hold(tmp_path: Path, flee
     assert follower not in {a["vm"] for a in fleet.approvals()}
 
 
+def test_the_approve_task_on_windows_records_its_ids_on_the_vm_before_it_sends_them(tmp_path: Path,
+                                                                                    fleet: LiveFleet) -> None:
+    """The write-ahead is the task's own on every kind of host: Windows VMs had the role save the ids first instead
+    (a step of its own, and a plan flag saying who records)."""
+    (event,) = fleet.truth()
+    leader = event["resources"][0]
+    run = play(tmp_path, fleet, [
+        ("read", info()),
+        ("approve", approve(events="{{ r_read.events_for_this_vm }}", state_path=r"C:\ProgramData\se\state.json")),
+    ], hosts=[], windows={leader: leader})
+    result = run.of(leader, "approve")
+    assert result["approved"] == [event["event_id"]] and result["recorded_in"] == r"C:\ProgramData\se\state.json"
+    state = json.loads((tmp_path / "windows" / leader / "C" / "ProgramData" / "se" / "state.json").read_text())
+    assert state["approved"] == [event["event_id"]]
+    calls = imds_calls(tmp_path)
+    (post,) = [i for i, c in enumerate(calls) if c["args"].get("method") == "POST"]
+    copies = [i for i, c in enumerate(calls) if c["module"] == "ansible.windows.win_copy"]  # its query, then the copy
+    assert copies and max(copies) < post, "on record before it is sent"
+
+
 def test_check_mode_on_windows_sends_no_approval(tmp_path: Path, fleet: LiveFleet) -> None:
     leader = fleet.truth()[0]["resources"][0]
     run = play(tmp_path, fleet, [("read", info()), ("approve", approve(events="{{ r_read.events_for_this_vm }}"))],

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A Resource Graph answer read into the run's control-plane read; pure, no I/O.
 
-The read is what scheduled_events_control_plane_info returns and what imds_face.py checks for each host: every
+The read is what scheduled_events_control_plane_info returns and what host_read.py checks for each host: every
 event once (folded by EventId), the hosts it lists, what could not be placed (unmapped, ambiguous) or parsed
 (unreadable), the ended ones, when the read ran, what it covered (subscriptions) and which hosts it placed
 (`vm_ids`): what it placed is all it can vouch for.

@@ -148,9 +148,6 @@ def plan_cycle(hosts, policy=None, now=None, target_names=(), remembered_outside
         affected = any(host in a["hosts"] for a in approvals.values())
         plan[host]["saves"] = view["status"] == FRESH and view["holds_vm"]
         plan[host]["save_first"] = plan[host]["saves"] and (bool(plan[host]["prepare"]) or _news(view))
-        # Write-ahead of an approval: scheduled_events_approve records it itself on Linux VMs; on Windows VMs it
-        # runs on the controller, so the role saves the ids just before the POST.
-        plan[host]["records_approval"] = ("" if not plan[host]["saves"] else "role" if view["windows"] else "module")
         # A renew of its own before approve/recover, where no first save renews the lock in its call already.
         plan[host]["renew"] = not plan[host]["save_first"] and bool(plan[host]["recover"] or affected)
     return {"hosts": plan, "approvals": approvals, "admissions": dict((e["event_id"], admitted[e["event_id"].upper()])
@@ -252,7 +249,7 @@ def _empty_plan(view):
     return {"vm_name": view["vm_name"], "status": view["status"], "fault_domain": view["domain"],
             "prepare": [], "late": [], "deferred": [], "refused": [], "approve": [], "waiting": [], "recover": [],
             "drained_for": [],
-            "renew": False, "saves": False, "save_first": False, "records_approval": ""}
+            "renew": False, "saves": False, "save_first": False}
 
 
 def _scheduled_events(views, by_vm):

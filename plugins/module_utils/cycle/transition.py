@@ -23,8 +23,8 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.
 )
 
 # The steps of a cycle at which a host saves its state (the role's save points, in order).
-BEFORE_PREPARE, PREPARED, APPROVING, AFTER_RECOVER = "before_prepare", "prepared", "approving", "after_recover"
-SAVE_STEPS = (BEFORE_PREPARE, PREPARED, APPROVING, AFTER_RECOVER)
+BEFORE_PREPARE, PREPARED, AFTER_RECOVER = "before_prepare", "prepared", "after_recover"
+SAVE_STEPS = (BEFORE_PREPARE, PREPARED, AFTER_RECOVER)
 
 
 def state_for_step(result, host_plan, step, approved_now=()):
@@ -32,17 +32,14 @@ def state_for_step(result, host_plan, step, approved_now=()):
 
     before_prepare: the events about to be prepared are recorded as begun (write-ahead: a run killed or a host
     lost during the prepare tasks still owes their recover); prepared: they are done, and news is on record
-    before anything is approved; approving: the ids about to be sent, on record before the POST (Windows VMs; on
-    Linux VMs scheduled_events_approve records them itself, under the lock); after_recover: what was approved,
-    and the recovers that ran, released."""
+    before anything is approved (the ids about to be sent scheduled_events_approve records itself, on every kind of
+    host); after_recover: what was approved, and the recovers that ran, released."""
     prepared = [e["event_id"] for e in host_plan.get("prepare") or []]
     late = host_plan.get("late") or []
     if step == BEFORE_PREPARE:
         return state_after(result, prepared, failed=True, late=late)
     if step == PREPARED:
         return state_after(result, prepared, late=late)
-    if step == APPROVING:  # where the approve module cannot record its approval itself (Windows VMs)
-        return state_after(result, prepared, approved_now, late=late)
     if step == AFTER_RECOVER:
         return state_after(result, prepared, approved_now, [r["event_id"] for r in host_plan.get("recover") or []],
                            late=late)

@@ -136,7 +136,6 @@ def _view(host, result, lock, availability_set, last_vm, unit="fault_domain"):
         "domain": domain_key(this_vm, availability_set, unit) if known else UNKNOWN_DOMAIN,
         "set_known": bool(this_vm.get("vm_scale_set_name") or availability_set or this_vm.get("zone")),
         "events": result["events"] if status == FRESH else [],
-        "windows": (result or {}).get("transport") == "win_uri",  # its tasks run on the controller (win_uri)
         "records": list(state["events"]) if valid else [],
         "approved": set(i.upper() for i in state["approved"]) if valid else set(),
         "seen": (result or {}).get("events", []) if status in (FRESH, HELD) else [],

@@ -29,12 +29,16 @@ from urllib.error import HTTPError, URLError
 from urllib.parse import urlsplit
 from urllib.request import HTTPRedirectHandler, ProxyHandler, Request, build_opener
 
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import parse_document
+
 DEFAULT_URL = "http://169.254.169.254"
 SCHEDULED_EVENTS_PATH = "/metadata/scheduledevents"
 COMPUTE_PATH = "/metadata/instance/compute"
 COMPUTE_API_VERSION = "2021-02-01"
 RETRY_STATUSES = (410, 429)
 MAX_BODY_BYTES = 16 * 1024 * 1024
+SUPPORTED_API_VERSIONS = ("2017-03-01", "2017-08-01", "2017-11-01", "2019-01-01", "2019-04-01",
+                          "2019-08-01", "2020-07-01")
 
 
 HEADERS = {"Metadata": "true", "User-Agent": "azure_imds.scheduled_events"}
@@ -164,6 +168,11 @@ class ImdsClient:
             # Connection reset, remote disconnected, truncated body (IncompleteRead).
             raise ImdsError("the connection to IMDS at %s broke (%s)." % (url, _describe(exc)), retryable=True)
         return checked_size(url, data)
+
+
+def read_document(client):
+    """GET and parse the document; None for an empty body ("no document yet")."""
+    return parse_document(client.get_document_body())
 
 
 def checked_size(url, data):

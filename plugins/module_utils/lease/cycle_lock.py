@@ -24,8 +24,9 @@ __metaclass__ = type
 import json
 from datetime import datetime, timedelta, timezone
 
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import DELETE
+
 MAX_LEASE_SECONDS = 86400.0
-DELETE = object()  # what release asks the caller to do with the file
 
 
 class LockError(ValueError):

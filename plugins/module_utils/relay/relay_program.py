@@ -44,11 +44,16 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observ
     vm_of,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.history_file import HistoryFile
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import ImdsClient, ImdsError
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import replace_file
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import (
     SUPPORTED_API_VERSIONS,
+    ImdsClient,
+    ImdsError,
     read_document,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import replace_file
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.key_file import (
+    ConfigError,
+    read_token,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.prometheus_text import render
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay_metrics import (
@@ -73,10 +78,6 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.
     spool_overflow,
     utc_iso,
 )
-
-
-class ConfigError(ValueError):
-    """A relay configuration it cannot run with; one sentence."""
 
 
 @dataclass
@@ -181,22 +182,6 @@ def _is_a(value, kind):
 
 
 _TYPE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,63}$")
-
-
-def read_token(path):
-    # type: (str) -> bytes
-    """The shared key: a file the relay alone may read (not group- or world-readable)."""
-    try:
-        mode = os.stat(path).st_mode
-        with open(path, "rb") as stream:
-            token = stream.read().strip()
-    except OSError as exc:
-        raise ConfigError("cannot read the token file %s (%s)." % (path, exc))
-    if mode & 0o077:
-        raise ConfigError("the token file %s is readable by others (mode %o); make it 0600." % (path, mode & 0o777))
-    if len(token) < 16:
-        raise ConfigError("the token in %s is shorter than 16 characters." % path)
-    return token
 
 
 class Spool:

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""scheduled_events_approve's behaviour, independent of where it runs (see module_support)."""
+"""scheduled_events_approve's behaviour, whichever host it approves on (host/host.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -22,15 +22,13 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.docume
     planned_events,
     requested_ids,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import ImdsError
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.host import HOST_ERRORS, StateUnreadable
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
     CONTROL_PLANE_OPTION,
     IMDS_ARGUMENT_SPEC,
-    StateUnreadable,
     TaskFailed,
-    build_client,
     guarded,
-    read_document,
+    renews_lock,
     this_vm,
     utc_now,
 )
@@ -59,44 +57,42 @@ def argument_spec():
     return spec
 
 
-def record_approval(params, ids, edges):
-    """Write-ahead: `ids` on record as approved in the VM's state file before the POST sends them, in the step
-    that renews this run's lock (a run taken over records, and so sends, nothing). Raises TaskFailed."""
+def record_approval(params, ids, host):
+    """Write-ahead: `ids` on record as approved in the host's state before the approval sends them, in the step
+    that renews this run's lock where the host keeps one (a run taken over records, and so sends, nothing).
+    Raises TaskFailed."""
     path, owner = params["state_path"], params["lock_owner"]
 
     def recorded():
-        state, status, message = load_state(edges.read_text(path))
+        state, status, message = load_state(host.read_state(path))
         if status == "corrupt":
             raise TaskFailed("%s: %s Nothing was approved." % (path, message))
         return state_text(with_approved(state or empty_state(), ids))
 
-    if edges.write_text is None:
-        raise TaskFailed("state_path is not supported on Windows VMs (the maintenance_cycle role records the approval "
-                         "with a save of its own); nothing was approved.")
     try:
-        if not owner:
-            edges.write_text(path, recorded())
+        if not renews_lock(host, owner):
+            host.write_state(path, recorded())
             return
 
         def change(current):
             renewed = refresh(current, owner, utc_now(), params["lease_seconds"], path + ".lock")
-            edges.write_text(path, recorded())
+            host.write_state(path, recorded())
             return renewed
 
-        edges.update_lock(path + ".lock", change)
+        host.update_lock(path + ".lock", change)
     except LockError as exc:
         raise TaskFailed("%s Nothing was approved." % str(exc).rstrip("."))
     except (OSError, IOError, StateUnreadable) as exc:
         raise TaskFailed("cannot record the approval in the state file %s (%s), so nothing was approved." % (path, exc))
 
 
-def wait_until_started(client, ids, timeout, interval, clock=time.monotonic, sleep=time.sleep):
+def wait_until_started(host, ids, timeout, interval, clock=time.monotonic, sleep=time.sleep):
     """The ids (as given, in their order) seen Started or gone within the timeout, polling the document.
 
     Ids are matched case-insensitively: the answer keeps the caller's spelling."""
     deadline = clock() + timeout
     while True:
-        parsed = read_document(client)
+        parsed = host.document()
         status = dict((e["event_id"].upper(), e["event_status"]) for e in (parsed or {}).get("events", []))
         done = [i for i in ids if parsed is not None and status.get(i.upper(), "gone") != "Scheduled"]
         if len(done) == len(ids) or clock() + interval > deadline:
@@ -104,23 +100,22 @@ def wait_until_started(client, ids, timeout, interval, clock=time.monotonic, sle
         sleep(interval)
 
 
-def run_approve(params, edges, check_mode=False, diff_mode=False):
+def run_approve(params, host, check_mode=False, diff_mode=False):
     """The module's result for `params`; raises TaskFailed. Sends nothing unless every rule allows it."""
     try:
         ids = requested_ids(params["event_ids"], params["events"])
         planned_events(params["planned"])  # a malformed plan fails here, before IMDS is asked anything
     except ApprovalRequestError as exc:
         raise TaskFailed(str(exc))
-    client = build_client(params, edges.send)
     resource_name = params["resource_name"] or None  # "" (a role default) is no name: read it from IMDS
-    _facts, name = guarded(this_vm, client, resource_name, resource_name is None)
-    parsed = guarded(read_document, client)
+    _facts, name = guarded(this_vm, host, resource_name, resource_name is None)
+    parsed = guarded(host.document)
     if parsed is None:
         raise TaskFailed("IMDS has no Scheduled Events document yet (empty body); nothing can be approved.")
     plan = plan_approval(parsed, ids, name, force=params["force"], expected_incarnation=params["expected_incarnation"],
                          missing=params["missing"], planned=params["planned"])
     for warning in plan.warnings:
-        edges.warn(warning)
+        host.warn(warning)
     result = dict(changed=bool(plan.approve), approved=plan.approve, already_started=plan.already_started,
                   missing=plan.missing, refused=plan.refused, stale=plan.stale,
                   document_incarnation=parsed["document_incarnation"])
@@ -131,17 +126,17 @@ def run_approve(params, edges, check_mode=False, diff_mode=False):
         raise TaskFailed(plan.error, **result)
     if plan.approve and not check_mode:
         if params["state_path"]:
-            record_approval(params, plan.approve, edges)
+            record_approval(params, plan.approve, host)
             result["recorded_in"] = params["state_path"]
         try:
-            client.approve(plan.approve)
-        except ImdsError as exc:
+            host.approve(plan.approve)
+        except HOST_ERRORS as exc:
             # The POST may have reached IMDS before the connection broke: say what was sent.
             result.update(changed=True, approved=[], attempted=plan.approve)
             raise TaskFailed("%s, so the approval of %s may or may not have reached IMDS; read the events again."
                              % (str(exc).rstrip("."), ", ".join(plan.approve)), **result)
         if params["wait_for_start"]:
-            started = guarded(wait_until_started, client, plan.approve, params["wait_timeout"], params["poll_interval"])
+            started = guarded(wait_until_started, host, plan.approve, params["wait_timeout"], params["poll_interval"])
             result["started"] = started
             late = [i for i in plan.approve if i not in started]
             if late:

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""scheduled_events_claim's behaviour, independent of where it runs (see module_support).
+"""scheduled_events_claim's behaviour, whichever host it runs for (host/host.py).
 
 A maintenance cycle's read: this run's lease lock on the VM, then the read its plan comes from, in one
 call, where it took two module calls (scheduled_events_lock, then scheduled_events_info), and a third
@@ -41,7 +41,7 @@ def lock_path(state_path):
     return state_path + ".lock"
 
 
-def run_claim(params, edges, check_mode=False, diff_mode=False):
+def run_claim(params, host, check_mode=False, diff_mode=False):
     """The module's result for `params`; raises TaskFailed. Another run's live lock is not an error: the read
     still happens and `lock.held_by` names that run. A VM with nothing to do (quiet), or whose read failed,
     gets its lock back at once; otherwise the caller releases it when its cycle ends. In check mode the lock
@@ -50,25 +50,25 @@ def run_claim(params, edges, check_mode=False, diff_mode=False):
         raise TaskFailed("state_path must name the state file on the VM; the lock is <state_path>.lock.")
     read = dict(params, previous=None)  # the diff's base is the state the claimed VM keeps
     if params["lease_seconds"] == 0:  # locking off: a plain read, no lock in play
-        return dict(observe(read, edges), lock={})
-    lock = lock_step("claim", lock_path(params["state_path"]), params["owner"], params["lease_seconds"], edges,
+        return dict(observe(read, host), lock={})
+    lock = lock_step("claim", lock_path(params["state_path"]), params["owner"], params["lease_seconds"], host,
                      check_mode)
     changed = lock.pop("changed")
     try:
-        result = observe(read, edges)
+        result = observe(read, host)
     except TaskFailed as exc:
-        exc.result["lock"] = _give_back(lock, edges)
+        exc.result["lock"] = _give_back(lock, host)
         raise
     if result["quiet"]:
-        lock, changed = _give_back(lock, edges), False
+        lock, changed = _give_back(lock, host), False
     result.update(lock=lock, changed=changed)
     return result
 
 
-def _give_back(lock, edges):
+def _give_back(lock, host):
     """Release the lock this call took; the lock as it was when it took none."""
     if not lock["taken"]:
         return lock
-    released = lock_step("release", lock["path"], lock["owner"], 1.0, edges)
+    released = lock_step("release", lock["path"], lock["owner"], 1.0, host)
     released.pop("changed")
     return released

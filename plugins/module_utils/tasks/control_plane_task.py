@@ -17,6 +17,8 @@ import os
 import re
 import time
 from configparser import ConfigParser
+from dataclasses import dataclass
+from typing import Callable, List, Tuple
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.acknowledge import (
     DEFAULT_API_VERSION,
@@ -56,6 +58,20 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.
     TaskFailed,
     utc_now,
 )
+
+
+@dataclass
+class AzureEdges:
+    """The I/O of a control-plane module besides Resource Manager's HTTP: its warning, and run_command(args) ->
+    (rc, stdout, stderr) on the machine it runs on (AnsibleModule.run_command's), for the Azure CLI."""
+
+    warn: Callable[[str], None]
+    run_command: Callable[[List[str]], Tuple[int, str, str]]
+
+
+def azure_edges(module):
+    return AzureEdges(warn=module.warn, run_command=module.run_command)
+
 
 GRAPH_PATH = "/providers/Microsoft.ResourceGraph/resources?api-version=2021-03-01"
 

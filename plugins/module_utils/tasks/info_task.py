@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""scheduled_events_info's behaviour, independent of where it runs (see module_support)."""
+"""scheduled_events_info's behaviour, whichever host it reads (host/host.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -16,13 +16,11 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.docume
     diff_events,
     events_of,
 )
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.host import StateUnreadable
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
     IMDS_ARGUMENT_SPEC,
-    StateUnreadable,
     TaskFailed,
-    build_client,
     guarded,
-    read_document,
     this_vm,
     utc_now,
 )
@@ -50,12 +48,12 @@ def argument_spec():
     return spec
 
 
-def wait_for_document(client, since, timeout, interval, clock=time.monotonic, sleep=time.sleep):
+def wait_for_document(host, since, timeout, interval, clock=time.monotonic, sleep=time.sleep):
     """Poll until a document whose incarnation differs from `since` (or the timeout)."""
     started = clock()
     polls = 0
     while True:
-        parsed = read_document(client)
+        parsed = host.document()
         polls += 1
         changed = parsed is not None and parsed["document_incarnation"] != since
         elapsed = clock() - started
@@ -64,40 +62,39 @@ def wait_for_document(client, since, timeout, interval, clock=time.monotonic, sl
         sleep(interval)
 
 
-def read_state(path, edges):
-    """(state, status) from the state file on the VM; never fails the task."""
+def read_state(path, host):
+    """(state, status) from the host's state; never fails the task."""
     try:
-        text = edges.read_text(path)
+        text = host.read_state(path)
     except StateUnreadable as exc:
-        edges.warn("cannot read the state file %s (%s); %s" % (path, exc, UNTRUSTED_ADVICE))
+        host.warn("cannot read the state file %s (%s); %s" % (path, exc, UNTRUSTED_ADVICE))
         return None, "corrupt"
     state, status, message = load_state(text)
     if message:
-        edges.warn("%s: %s" % (path, message) if status == "corrupt" else message)
+        host.warn("%s: %s" % (path, message) if status == "corrupt" else message)
     return state, status
 
 
-def run_info(params, edges, check_mode=False, diff_mode=False):
+def run_info(params, host, check_mode=False, diff_mode=False):
     """The module's result for `params`; raises TaskFailed. Reads only (the VM's lease lock is
     scheduled_events_lock's), so check mode changes nothing."""
     if params["wait_timeout"] < 0 or params["poll_interval"] <= 0:
         raise TaskFailed("wait_timeout must be 0 or more and poll_interval positive.")
-    return observe(params, edges)
+    return observe(params, host)
 
 
-def observe(params, edges):
+def observe(params, host):
     """The state file and the document, diffed; raises TaskFailed."""
     state, state_status = None, None
     if params["state_path"]:
-        state, state_status = read_state(params["state_path"], edges)
+        state, state_status = read_state(params["state_path"], host)
     previous = params["previous"]
     if previous is None and state is not None:
         previous = state
     previous_incarnation, previous_events = guarded(events_of, previous)
-    client = build_client(params, edges.send)
-    facts, name = guarded(this_vm, client, params["resource_name"], params["include_instance"], edges.warn)
+    facts, name = guarded(this_vm, host, params["resource_name"], params["include_instance"])
     try:
-        return _read_events(params, edges, client, facts, name, previous, previous_incarnation, previous_events,
+        return _read_events(params, host, facts, name, previous, previous_incarnation, previous_events,
                             state, state_status)
     except TaskFailed as exc:
         # Which VM failed is still worth knowing: a maintenance cycle keeps its fault domain in maintenance.
@@ -105,7 +102,7 @@ def observe(params, edges):
         raise
 
 
-def _read_events(params, edges, client, facts, name, previous, previous_incarnation, previous_events, state,
+def _read_events(params, host, facts, name, previous, previous_incarnation, previous_events, state,
                  state_status):
     result = dict(changed=False)
     if params.get("wait_for_change"):
@@ -113,20 +110,20 @@ def _read_events(params, edges, client, facts, name, previous, previous_incarnat
         if since is None:
             since = previous_incarnation
         parsed, result["waited"] = guarded(
-            wait_for_document, client, since, params["wait_timeout"], params["poll_interval"])
+            wait_for_document, host, since, params["wait_timeout"], params["poll_interval"])
     else:
-        parsed = guarded(read_document, client)
+        parsed = guarded(host.document)
     now = utc_now()
     if parsed is None:
-        edges.warn("IMDS answered with an empty body: no Scheduled Events document yet "
-                   "(normal right after the first request enables the service).")
+        host.warn("IMDS answered with an empty body: no Scheduled Events document yet "
+                  "(normal right after the first request enables the service).")
         parsed = {"document_incarnation": None, "events": [], "warnings": [], "raw": None}
     for warning in parsed["warnings"]:
-        edges.warn(warning)
+        host.warn(warning)
     events = annotate(parsed["events"], name, now)
     if name is None:
-        edges.warn("this VM's name is unknown (include_instance is false and resource_name is unset), "
-                   "so no event is matched to it.")
+        host.warn("this VM's name is unknown (include_instance is false and resource_name is unset), "
+                  "so no event is matched to it.")
     result.update(
         document_incarnation=parsed["document_incarnation"],
         document_available=parsed["raw"] is not None,

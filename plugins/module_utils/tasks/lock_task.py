@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""scheduled_events_lock's behaviour, independent of where it runs (see module_support).
+"""scheduled_events_lock's behaviour, whichever host it runs for (host/host.py).
 
 With scheduled_events_claim (the lock taken with the read a cycle plans from), the only tasks that write the
 VM's lease lock: scheduled_events_info only reads, and scheduled_events_approve only POSTs.
@@ -30,11 +30,11 @@ def argument_spec():
     )
 
 
-def run_lock(params, edges, check_mode=False, diff_mode=False):
+def run_lock(params, host, check_mode=False, diff_mode=False):
     """The module's result for `params`; raises TaskFailed."""
     if not params["path"]:
         raise TaskFailed("path must name the lock file on the VM, for example <state path>.lock.")
-    lock = lock_step(STEPS[params["state"]], params["path"], params["owner"], params["lease_seconds"], edges,
+    lock = lock_step(STEPS[params["state"]], params["path"], params["owner"], params["lease_seconds"], host,
                      check_mode)
     changed = lock.pop("changed")
     return dict(changed=changed, lock=lock)

@@ -1,16 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The VM side of the cycle's state file: one checked, atomic write (see cycle_state for its content), under
-this run's lease lock when the run holds one: the lock is renewed (or released) in the same step, so a run whose
-lease ran out and was taken over saves nothing, and a cycle needs no separate module call for either."""
+"""The cycle's state saved on its host (host/host.py): one checked, atomic write (see cycle_state for its content),
+under this run's lease lock when the run holds one: the lock is renewed (or released) in the same step, so a run
+whose lease ran out and was taken over saves nothing, and a cycle needs no separate module call for either."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import json
-import os
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.cycle_lock import (
     LockError,
@@ -19,10 +18,11 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.
     release,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import state_problem
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import read_text, replace_file
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.host import StateUnreadable
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
     CONTROL_PLANE_OPTION,
     TaskFailed,
+    renews_lock,
     utc_now,
 )
 
@@ -50,28 +50,22 @@ def checked_content(content):
     return content if content.endswith("\n") else content + "\n"
 
 
-def write_state(path, text):
-    """The directory (0700) if needed, then the file (0600) replaced atomically."""
-    os.makedirs(os.path.dirname(path) or ".", 0o700, exist_ok=True)
-    replace_file(path, text, prefix=".state-")
-
-
-def run_save(params, edges, check_mode=False, diff_mode=False):
+def run_save(params, host, check_mode=False, diff_mode=False):
     """The module's result for `params`; raises TaskFailed. `changed` only when the file's content changes."""
     text = checked_content(params["content"])
-    if not params["lock_owner"]:
-        if params["release_lock"]:
-            raise TaskFailed("release_lock needs lock_owner, the run whose lock <path>.lock is released.")
-        return saved(params["path"], text, check_mode, diff_mode)
-    return saved_under_lock(params, text, edges, check_mode, diff_mode)
+    if params["release_lock"] and not params["lock_owner"]:
+        raise TaskFailed("release_lock needs lock_owner, the run whose lock <path>.lock is released.")
+    if not renews_lock(host, params["lock_owner"]):
+        return saved(host, params["path"], text, check_mode, diff_mode)
+    return saved_under_lock(params, text, host, check_mode, diff_mode)
 
 
-def saved(path, text, check_mode, diff_mode):
+def saved(host, path, text, check_mode, diff_mode):
     try:
-        before = read_text(path)
+        before = _before(host, path)
         changed = before != text
         if changed and not check_mode:
-            write_state(path, text)
+            host.write_state(path, text)
     except (OSError, IOError) as exc:
         raise TaskFailed("cannot save the state file %s (%s)." % (path, exc))
     result = dict(changed=changed, path=path)
@@ -80,7 +74,16 @@ def saved(path, text, check_mode, diff_mode):
     return result
 
 
-def saved_under_lock(params, text, edges, check_mode, diff_mode):
+def _before(host, path):
+    """The state as it is, None when there is none; one that cannot be read is replaced (the plan saves over it only
+    when it owes nothing it could read)."""
+    try:
+        return host.read_state(path)
+    except StateUnreadable:
+        return None
+
+
+def saved_under_lock(params, text, host, check_mode, diff_mode):
     """Renew this run's lock <path>.lock, save, then release the lock if asked: one step under the lock's guard.
     A lock gone or taken over fails the task before anything is written."""
     owner, lease, path = params["lock_owner"], params["lease_seconds"], params["path"]
@@ -93,11 +96,11 @@ def saved_under_lock(params, text, edges, check_mode, diff_mode):
 
     def change(current):
         renewed = refresh(current, owner, utc_now(), lease, lock_path)
-        result.update(saved(path, text, check_mode, diff_mode))
+        result.update(saved(host, path, text, check_mode, diff_mode))
         return release(current, owner) if params["release_lock"] else renewed
 
     try:
-        edges.update_lock(lock_path, change, write=not check_mode)
+        host.update_lock(lock_path, change, write=not check_mode)
     except LockError as exc:
         raise TaskFailed(str(exc), lock=dict(path=lock_path, owner=owner, taken=False))
     except (OSError, IOError) as exc:

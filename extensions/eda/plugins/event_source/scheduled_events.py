@@ -37,7 +37,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.
     check_push,
     held_back,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay_program import (  # noqa: E402
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.key_file import (  # noqa: E402
     ConfigError,
     read_token,
 )

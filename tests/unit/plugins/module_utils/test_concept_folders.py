@@ -17,6 +17,7 @@ LADDER: Dict[str, int] = {
     "lease": 0,        # the lease lock a run holds on each VM
     "cycle": 1,        # the maintenance cycle: host views, fault domains, the plan, the state file's content
     "control_plane": 1,  # Azure's control plane: Event Grid and Resource Graph sightings, their hosts, acknowledge
+    "host": 1,         # what a task may ask of a host, and the Linux VM's answers
     "tasks": 2,        # each module's behaviour, with its I/O passed in
     "relay": 3,        # the event relay on the VM, and the controller's view of its pushes
 }

@@ -1,15 +1,14 @@
-"""control_plane_host: a control-plane host's IMDS requests answered from the run's read, its files on the controller,
+"""control_plane_host: a control-plane host's document and facts from the run's read, its files on the controller,
 and what the read cannot vouch for failing the task in one sentence (so that the cycle counts the host as busy)."""
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import ImdsError
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_read import ControlPlaneBlind
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import iso_utc
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.claim_task import run_claim
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane_task import (
@@ -19,14 +18,11 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import TaskFailed
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.control_plane_host import (
-    ControlPlaneFace,
+    ControlPlaneHost,
     checked_options,
-    control_plane_edges,
     controller_path,
 )
-from tests.unit.plugins.module_utils.control_plane.test_imds_face import IDS, WEB0, event, read
-
-IMDS = "http://127.0.0.1:9"  # never contacted: a closed port
+from tests.unit.plugins.module_utils.control_plane.test_host_read import IDS, WEB0, event, read
 
 
 def fresh_read(*events: Dict[str, Any]) -> Dict[str, Any]:
@@ -34,13 +30,12 @@ def fresh_read(*events: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def claim(tmp_path: Path, given: Dict[str, Any], warnings: List[str]) -> Dict[str, Any]:
-    face = ControlPlaneFace("web0", {"vm_id": WEB0, "state_dir": str(tmp_path), "fault_domain": 1, "read": given},
-                            warnings.append)
-    params = {"imds_url": IMDS, "api_version": "2020-07-01", "timeout": 1.0, "first_call_timeout": 1.0,
-              "retries": 0, "resource_name": None, "include_instance": True,
-              "state_path": controller_path(str(tmp_path), "web0", "/var/lib/se/state.json"),
-              "owner": "run 1", "lease_seconds": 60.0}
-    return run_claim(params, control_plane_edges(face))
+    state_path = controller_path(str(tmp_path), "web0", "/var/lib/se/state.json")
+    host = ControlPlaneHost("web0", {"vm_id": WEB0, "state_dir": str(tmp_path), "fault_domain": 1, "read": given},
+                            warnings.append, state_path)
+    params = {"resource_name": None, "include_instance": True, "state_path": state_path, "owner": "run 1",
+              "lease_seconds": 60.0}
+    return run_claim(params, host)
 
 
 def test_a_claim_reads_the_hosts_events_from_the_read_and_takes_its_lock_on_the_controller(tmp_path: Path) -> None:
@@ -60,11 +55,9 @@ def test_a_read_that_cannot_vouch_for_the_host_fails_its_claim_in_one_sentence(t
 
 
 def test_an_approval_of_an_event_the_read_does_not_place_on_the_host_sends_nothing() -> None:
-    face = ControlPlaneFace("web0", {"vm_id": WEB0, "state_dir": "/unused", "read": fresh_read(event(IDS[0]))},
-                            print)
-    body = json.dumps({"StartRequests": [{"EventId": IDS[1]}]})
-    with pytest.raises(ImdsError, match="does not list event %s on web0, so it is not acknowledged" % IDS[1]):
-        face.send("POST", IMDS + "/metadata/scheduledevents?api-version=2020-07-01", body, 1.0)
+    host = ControlPlaneHost("web0", {"vm_id": WEB0, "state_dir": "/unused", "read": fresh_read(event(IDS[0]))}, print)
+    with pytest.raises(ControlPlaneBlind, match="does not list event %s on web0, so it is not acknowledged" % IDS[1]):
+        host.approve([IDS[1]])
 
 
 def test_the_acknowledge_options_are_complete_so_missing_credentials_fail_in_one_sentence(
@@ -73,7 +66,7 @@ def test_the_acknowledge_options_are_complete_so_missing_credentials_fail_in_one
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", "/nonexistent")
     monkeypatch.setenv("PATH", "/nonexistent")  # no Azure CLI to fall back to
-    params = ControlPlaneFace.params(scope="x")
+    params = ControlPlaneHost.params(scope="x")
     assert set(acknowledge_argument_spec()) <= set(params)  # a missing one was a KeyError, not a sentence
     with pytest.raises(TaskFailed, match=r"^There is no service principal to log in as, and no Azure CLI \(az\) "
                                          r"here: give a service principal, or install az and run az login\.$"):
@@ -91,7 +84,7 @@ def test_options_the_host_cannot_be_read_without_are_refused_in_one_sentence(
 
 
 def test_a_state_the_controller_cannot_read_makes_the_host_blind_not_a_traceback(tmp_path: Path) -> None:
-    face = ControlPlaneFace("web0", {"vm_id": WEB0, "state_dir": str(tmp_path), "read": fresh_read()}, print)
-    face.state_path = str(tmp_path)  # a folder: reading it raises IsADirectoryError
-    with pytest.raises(ImdsError, match="Cannot read web0's state on the controller"):
-        face.send("GET", IMDS + "/metadata/scheduledevents?api-version=2020-07-01", None, 1.0)
+    host = ControlPlaneHost("web0", {"vm_id": WEB0, "state_dir": str(tmp_path), "read": fresh_read()}, print,
+                            str(tmp_path))  # a folder: reading it raises IsADirectoryError
+    with pytest.raises(ControlPlaneBlind, match="Cannot read web0's state on the controller"):
+        host.document()

@@ -52,6 +52,12 @@ def test_the_closure_is_relay_program_and_all_it_imports() -> None:
     assert set(paths) == relay_imports() and paths == sorted(paths) and len(paths) > 10
 
 
+def test_the_archive_carries_no_task_or_lock_rule_the_relay_never_runs() -> None:
+    """The relay runs no module task and takes no lease lock: their code shipped to every VM all the same."""
+    paths = closure(read, exists)
+    assert not [p for p in paths if p.startswith(("tasks/", "host/"))] and "lease/cycle_lock.py" not in paths
+
+
 def test_imports_inside_functions_count_and_other_packages_do_not() -> None:
     source = (f"import json\nfrom ansible.module_utils.basic import AnsibleModule\nfrom {PACKAGE}.a.b import c\n"
               f"def later():\n    import {PACKAGE}.d.e\n")

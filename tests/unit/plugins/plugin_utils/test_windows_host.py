@@ -1,4 +1,5 @@
-"""The pure half of the Windows path: win_uri options and how its answers map to IMDS errors."""
+"""The Windows VM host: win_uri options and how its answers map to IMDS errors, its state through slurp, win_file
+and win_copy, and the lock it declares it does not keep."""
 from __future__ import annotations
 
 import base64
@@ -7,8 +8,10 @@ import json
 import pytest
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import MAX_BODY_BYTES, ImdsError
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import StateUnreadable
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.host import StateUnreadable
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.lock_task import argument_spec, run_lock
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.windows_host import (
+    WindowsVm,
     answer_of,
     state_text_of,
     win_uri_args,
@@ -94,3 +97,35 @@ def test_slurp_results_become_state_text_missing_or_unreadable() -> None:
         state_text_of("p", {"failed": True, "msg": r"Path C:\x is a directory"})
     with pytest.raises(StateUnreadable, match="not UTF-8"):
         state_text_of("p", {"content": base64.b64encode(b"\xff\xfe").decode()})
+
+
+class Calls:
+    """Records each module and action run on the VM, answering each with `answers` (by name) or success."""
+
+    def __init__(self, **answers: dict) -> None:
+        self.made: list = []
+        self.answers = answers
+
+    def __call__(self, name: str, args: dict) -> dict:
+        self.made.append((name, args))
+        return self.answers.get(name.rsplit(".", 1)[-1], {"changed": True})
+
+
+def test_the_state_is_written_with_its_folder_first_and_a_failure_is_one_sentence() -> None:
+    calls = Calls()
+    WindowsVm({}, calls, calls, print).write_state(r"%USERPROFILE%\se\state.json", "{}\n")
+    assert calls.made == [("ansible.windows.win_file", {"path": r"%USERPROFILE%\se", "state": "directory"}),
+                          ("ansible.windows.win_copy", {"content": "{}\n", "dest": r"%USERPROFILE%\se\state.json"})]
+    denied = Calls(win_copy={"failed": True, "msg": "Access is denied."})
+    with pytest.raises(OSError, match=r"could not write C:\\s\.json on the VM: Access is denied\.$"):
+        WindowsVm({}, denied, denied, print).write_state(r"C:\s.json", "{}")
+
+
+def test_a_windows_vm_keeps_no_lock_and_says_so_where_one_is_asked_for() -> None:
+    warnings: list = []
+    params = dict((name, spec.get("default")) for name, spec in argument_spec().items())
+    result = run_lock(dict(params, path=r"C:\s.json.lock", owner="run 1", state="held"),
+                      WindowsVm({}, Calls(), Calls(), warnings.append))
+    assert result == {"changed": False, "lock": {"path": r"C:\s.json.lock", "owner": "run 1", "taken": False,
+                                                 "held_by": None, "supported": False}}
+    assert warnings == [WindowsVm.capabilities.no_lock]

@@ -1,5 +1,5 @@
 """graph_read: a Resource Graph answer read into the run's read: each event once, placed on hosts, what it cannot
-place or parse kept apart, the ended ones named, and what it covered and placed echoed (imds_face checks them)."""
+place or parse kept apart, the ended ones named, and what it covered and placed echoed (host_read checks them)."""
 from __future__ import annotations
 
 from typing import List

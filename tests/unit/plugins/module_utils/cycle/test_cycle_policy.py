@@ -705,15 +705,6 @@ def test_regression_side_by_side_cycles_refuse_hosts_without_a_vm_lock(lock: Dic
         plan_cycle(hosts, {"parallel_runs": 0}, NOW)
 
 
-def test_who_records_an_approval_before_its_post() -> None:
-    """The approve module on Linux VMs; the role's own save on Windows VMs (their approve runs on the controller);
-    nobody on a host whose state this run does not save."""
-    reboot = event("U1", ["vm0", "vm1"], source="User")
-    p = plan({"vm0": result("vm0", 0, [reboot]), "vm1": dict(result("vm1", 0, [reboot]), transport="win_uri")},
-             vm2=held(result("vm2", 1, [])))
-    assert [p["hosts"][h]["records_approval"] for h in ("vm0", "vm1", "vm2")] == ["module", "role", ""]
-
-
 def test_regression_two_vms_whose_fault_domains_are_unknown_are_never_taken_for_one_domain() -> None:
     """Issue 27 (no compute metadata, Microsoft's mock server): both were 'availability set as1 / fault domain ?', so
     a drain on one licensed the other's event to join, although their fault domains may differ."""

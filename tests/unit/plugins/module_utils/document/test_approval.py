@@ -20,10 +20,8 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.
     wait_until_started,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import ImdsClient
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
-    TaskEdges,
-    TaskFailed,
-)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.linux_vm import LinuxVm
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import TaskFailed
 
 A, B, C = ("AAAAAAAA-0000-0000-0000-00000000000%d" % i for i in (1, 2, 3))
 
@@ -132,14 +130,14 @@ def test_the_post_carries_each_id_exactly_as_imds_served_it() -> None:
     imds = FakeImds(served(event(A.lower()), event(B)), served(event(A.lower(), "Started")))
     warnings: List[str] = []
     result = run_approve(approve_params(event_ids=[A, B.lower()], wait_for_start=True),
-                         TaskEdges(warn=warnings.append, send=imds.send))
+                         LinuxVm(ImdsClient(send=imds.send), warnings.append))
     assert imds.posts == [{"StartRequests": [{"EventId": A.lower()}, {"EventId": B}]}]
     assert result["approved"] == [A.lower(), B] and result["started"] == [A.lower(), B]
     assert result["stale"] == [] and warnings == []
 
 
 def test_waiting_matches_ids_case_insensitively_and_keeps_their_spelling() -> None:
-    client = ImdsClient(send=FakeImds(served(event(A), event(B.lower(), "Started"))).send)
+    client = LinuxVm(ImdsClient(send=FakeImds(served(event(A), event(B.lower(), "Started"))).send), print)
     ticks = iter(range(100))
     done = wait_until_started(client, [A.lower(), B], 3, 1, clock=lambda: next(ticks), sleep=lambda _s: None)
     assert done == [B]
@@ -212,7 +210,7 @@ def test_the_task_skips_stale_events_with_a_warning_and_does_not_fail() -> None:
     imds = FakeImds(served(event(A, kind="Redeploy"), event(B.lower())))
     warnings: List[str] = []
     result = run_approve(approve_params(event_ids=[A, B], planned=[planned(A), planned(B)]),
-                         TaskEdges(warn=warnings.append, send=imds.send))
+                         LinuxVm(ImdsClient(send=imds.send), warnings.append))
     assert imds.posts == [{"StartRequests": [{"EventId": B.lower()}]}]
     assert result["stale"] == [A] and result["approved"] == [B.lower()] and result["changed"] is True
     assert warnings == ["event %s was not approved: since it was planned, its EventType changed from Reboot to "
@@ -222,7 +220,7 @@ def test_the_task_skips_stale_events_with_a_warning_and_does_not_fail() -> None:
 def test_a_malformed_plan_fails_the_task_before_imds_is_asked() -> None:
     imds = FakeImds(served(event(A)))
     with pytest.raises(TaskFailed, match=r"^planned\[0\] has no event_id\.$"):
-        run_approve(approve_params(event_ids=[A], planned=[{}]), TaskEdges(warn=print, send=imds.send))
+        run_approve(approve_params(event_ids=[A], planned=[{}]), LinuxVm(ImdsClient(send=imds.send), print))
     assert (imds.gets, imds.posts) == (0, [])
 
 

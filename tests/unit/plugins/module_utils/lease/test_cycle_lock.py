@@ -17,10 +17,8 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.
     refresh,
     release,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
-    TaskEdges,
-    lock_step,
-)
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.host import Capabilities, Host
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import lock_step
 
 NOW = datetime(2026, 11, 22, 3, 0, 0, tzinfo=timezone.utc)
 PATH = "/var/lib/se/state.json.lock"
@@ -92,9 +90,16 @@ def test_bad_requests_are_one_sentence(owner: Optional[str], lease: float, fragm
     assert str(caught.value).endswith(".")
 
 
-# ---------------------------------------------------------------- the module's step, without a lock edge
+# ---------------------------------------------------------------- the module's step, on a host that keeps no lock
 
-def test_without_a_lock_edge_the_run_goes_on_with_a_warning(tmp_path) -> None:
+class Unlocked(Host):
+    capabilities = Capabilities(no_lock="no lock here, so this run goes on without it.")
+
+    def update_lock(self, path, change, write=True):
+        raise AssertionError("a host that keeps no lock is never asked for one")
+
+
+def test_on_a_host_that_keeps_no_lock_the_run_goes_on_with_its_kinds_warning(tmp_path) -> None:
     warnings = []
-    result = lock_step("claim", str(tmp_path / "l"), "run a", 900.0, TaskEdges(warn=warnings.append))
-    assert result["supported"] is False and not result["taken"] and "not supported on Windows" in warnings[0]
+    result = lock_step("claim", str(tmp_path / "l"), "run a", 900.0, Unlocked(warnings.append))
+    assert result["supported"] is False and not result["taken"] and warnings == [Unlocked.capabilities.no_lock]

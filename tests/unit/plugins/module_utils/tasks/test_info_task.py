@@ -2,17 +2,19 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import ImdsError
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import parse_document
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import ImdsClient, ImdsError
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.linux_vm import LinuxVm
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.info_task import (
     argument_spec,
     run_info,
     wait_for_document,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import TaskEdges, TaskFailed
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import TaskFailed
 
 COMPUTE = {"name": "vm0", "platformFaultDomain": "1", "platformUpdateDomain": "0", "resourceId": "/rg/vm0",
            "vmScaleSetName": "", "zone": "", "location": "westeurope", "osType": "Linux"}
@@ -27,7 +29,15 @@ def params(**given: Any) -> Dict[str, Any]:
     return values
 
 
-def edges(document: Optional[Dict[str, Any]], state: Optional[str], warnings: List[str]) -> TaskEdges:
+def vm(send: Callable[[str, str, Optional[str], float], bytes], state: Optional[str],
+       warnings: List[str]) -> LinuxVm:
+    """A Linux VM whose IMDS answers with `send` and whose state file holds `state` (None: missing)."""
+    host = LinuxVm(ImdsClient(send=send, retries=0), warnings.append)
+    host.read_state = lambda path: state  # type: ignore[method-assign]
+    return host
+
+
+def edges(document: Optional[Dict[str, Any]], state: Optional[str], warnings: List[str]) -> LinuxVm:
     """IMDS that serves `document` (None: the GET fails) and a state file holding `state` (None: missing)."""
     def send(method: str, url: str, body: Optional[str], timeout: float) -> bytes:
         if "/instance/compute" in url:
@@ -35,7 +45,7 @@ def edges(document: Optional[Dict[str, Any]], state: Optional[str], warnings: Li
         if document is None:
             raise ImdsError("IMDS answered GET with HTTP 500.")
         return json.dumps(document).encode()
-    return TaskEdges(warn=warnings.append, send=send, read_text=lambda path: state)
+    return vm(send, state, warnings)
 
 
 def test_a_vm_without_events_or_state_file_is_quiet_and_says_nothing() -> None:
@@ -85,8 +95,7 @@ def test_a_vm_whose_state_still_owes_a_recover_is_not_quiet() -> None:
 
 
 def test_no_document_is_never_quiet() -> None:
-    empty_200 = TaskEdges(warn=lambda w: None, read_text=lambda p: None,
-                          send=lambda m, u, b, t: json.dumps(COMPUTE).encode() if "compute" in u else b"")
+    empty_200 = vm(lambda m, u, b, t: json.dumps(COMPUTE).encode() if "compute" in u else b"", None, [])
     result = run_info(params(), empty_200)
     assert result["document_available"] is False and result["quiet"] is False
 
@@ -103,10 +112,10 @@ class DocumentsInTurn:
     def __init__(self, incarnations: List[int]) -> None:
         self.incarnations, self.gets = incarnations, 0
 
-    def get_document_body(self) -> bytes:
+    def document(self) -> Optional[Dict[str, Any]]:
         incarnation = self.incarnations[min(self.gets, len(self.incarnations) - 1)]
         self.gets += 1
-        return json.dumps({"DocumentIncarnation": incarnation, "Events": []}).encode()
+        return parse_document({"DocumentIncarnation": incarnation, "Events": []})
 
 
 class VirtualClock:
@@ -130,13 +139,13 @@ def test_an_unchanged_document_returns_at_the_timeout_without_oversleeping_it() 
     assert parsed["document_incarnation"] == 3 and waited == {"changed": False, "polls": 3, "seconds": 2.0}
 
 
-def no_compute(document: Dict[str, Any], warnings: List[str]) -> TaskEdges:
+def no_compute(document: Dict[str, Any], warnings: List[str]) -> LinuxVm:
     """IMDS without compute metadata, as Microsoft's mock server (404 for /metadata/instance/compute)."""
     def send(method: str, url: str, body: Optional[str], timeout: float) -> bytes:
         if "/instance/compute" in url:
             raise ImdsError("IMDS answered GET %s with HTTP 404: Not Found." % url, 404)
         return json.dumps(document).encode()
-    return TaskEdges(warn=warnings.append, send=send, read_text=lambda path: None)
+    return vm(send, None, warnings)
 
 
 def test_without_compute_metadata_a_named_vm_is_read_and_its_fault_domain_is_unknown() -> None:

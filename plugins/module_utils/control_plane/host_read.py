@@ -1,13 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A control-plane read seen from one host as if it were that VM's IMDS; pure, no I/O.
+"""The run's control-plane read seen from one host: its document and compute facts, and its approval's acknowledge
+requests; pure, no I/O (plugin_utils/control_plane_host.py is the adapter that does the I/O).
 
-The cycle reads, plans and approves with the same code on both transports: for a host whose transport is the
-control plane, the run's Resource Graph read (scheduled_events_control_plane_info's result) is turned here into
-the IMDS document and compute metadata that host's VM would serve, and the IMDS approval into acknowledge
-requests. What the read cannot vouch for makes the host blind (ControlPlaneBlind): its read fails, and the plan
-counts a host it could not read as busy (its fault domain held, no event that lists it approved). Fail closed:
+The cycle reads, plans and approves with the same code on every kind of host: for a host whose transport is the
+control plane, the run's Resource Graph read (scheduled_events_control_plane_info's result) gives here the document
+its task plans from, normalised as a document read from IMDS is (document/events.py), and the approval the
+acknowledge requests. What the read cannot vouch for makes the host blind (ControlPlaneBlind): its read fails, and
+the plan counts a host it could not read as busy (its fault domain held, no event that lists it approved). Fail
+closed:
 - a read that failed, has rows it could not parse, or is older than the age allowed (Resource Graph lags);
 - a host the read did not place: no VM id, another id than the read's, a subscription it did not cover;
 - a host whose VM name two hosts share;
@@ -17,7 +19,7 @@ counts a host it could not read as busy (its fault domain held, no event that li
   free a fault domain an event still holds, or forget an approval already sent).
 A row still Scheduled after its NotBefore is served Started: Azure may have started it while Resource Graph
 lagged, and Started holds the host's fault domain where Scheduled might not. Completed and Canceled events are
-left out, as IMDS leaves out an event that ended; `ended` tells them apart for the history.
+left out, as IMDS leaves out an event that ended; `ended_for` tells them apart for the history.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -34,13 +36,18 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.contro
     scale_set_of,
     vm_of,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import ENDED_STATUSES
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import (
+    ENDED_STATUSES,
+    KNOWN_EVENT_STATUSES,
+    KNOWN_EVENT_TYPES,
+    DocumentError,
+    event_warnings,
+)
 
-TRANSPORTS = ("imds", "control_plane")
 
-
-class ControlPlaneBlind(ValueError):
-    """What the control-plane read cannot vouch for about a host; the message is one sentence."""
+class ControlPlaneBlind(DocumentError):
+    """What the control-plane read cannot vouch for about a host: no document the host's task may trust (so it
+    fails as a document that cannot be used does); the message is one sentence."""
 
 
 def _moment(text):
@@ -109,50 +116,72 @@ def check_present(read, host):
                                         host, event["event_type"], event["event_id"], host))
 
 
-def imds_event(event, now):
-    """A normalised event back in IMDS's shape (PascalCase, NotBefore in RFC 1123, '' once Started)."""
-    status = event["event_status"]
-    not_before = event["not_before"]
+def _served(event, now):
+    """A read's event as the host's document shows it, normalised as document/events.py's normalise_event would
+    (the fields a Resource Graph row may lack at their IMDS defaults)."""
+    status, not_before = event["event_status"], event["not_before"]
     if status == "Scheduled" and not_before and _moment(not_before) <= now:
         status, not_before = "Started", None  # Azure may have started it while Resource Graph lagged
-    raw = {"EventId": event["event_id"], "EventType": event["event_type"], "EventStatus": status,
-           "ResourceType": event.get("resource_type") or "VirtualMachine", "Resources": list(event["resources"]),
+    return {"event_id": event["event_id"], "event_type": event["event_type"], "event_status": status,
+            "resource_type": event.get("resource_type") or "VirtualMachine", "resources": list(event["resources"]),
+            "not_before": not_before, "description": event.get("description") or "",
+            "event_source": event.get("event_source") or "Platform",
+            "duration_in_seconds": event.get("duration_in_seconds"),
+            "known_type": event["event_type"] in KNOWN_EVENT_TYPES, "known_status": status in KNOWN_EVENT_STATUSES}
+
+
+def _recorded(event):
+    """A served event as the history records a document's events (IMDS's shape: PascalCase, NotBefore in RFC 1123,
+    '' once Started), so that a history reads alike whichever way its hosts were read."""
+    not_before = event["not_before"]
+    raw = {"EventId": event["event_id"], "EventType": event["event_type"], "EventStatus": event["event_status"],
+           "ResourceType": event["resource_type"], "Resources": list(event["resources"]),
            "NotBefore": format_datetime(_moment(not_before), usegmt=True) if not_before else "",
-           "Description": event.get("description") or "", "EventSource": event.get("event_source") or "Platform"}
-    if event.get("duration_in_seconds") is not None:
+           "Description": event["description"], "EventSource": event["event_source"]}
+    if event["duration_in_seconds"] is not None:
         raw["DurationInSeconds"] = event["duration_in_seconds"]
     return raw
 
 
 def document_for(read, host, now):
-    """The IMDS Scheduled Events document `host`'s VM would serve, from a read check_read vouched for. The
-    incarnation is a checksum of the events: it changes when they do, as IMDS's counter does."""
-    events = [imds_event(e, now) for e in read["events"]
+    """`host`'s document from a read check_read vouched for, as parse_document gives one: {document_incarnation,
+    events, warnings, raw}, `raw` the record the history keeps. The incarnation is a checksum of the events: it
+    changes when they do, as IMDS's counter does."""
+    events = [_served(e, now) for e in read["events"]
               if host in e.get("hosts", []) and e["event_status"] not in ENDED_STATUSES]
-    events.sort(key=lambda e: e["EventId"].lower())
-    incarnation = zlib.crc32(repr(events).encode("utf-8")) if events else 0
-    return {"DocumentIncarnation": incarnation, "Events": events}
+    events.sort(key=lambda e: e["event_id"].lower())
+    recorded = [_recorded(e) for e in events]
+    incarnation = zlib.crc32(repr(recorded).encode("utf-8")) if recorded else 0
+    return {"document_incarnation": incarnation, "events": events,
+            "warnings": [w for e in events for w in event_warnings(e)],
+            "raw": {"DocumentIncarnation": incarnation, "Events": recorded}}
 
 
 def ended_for(read, host, now):
-    """The events the read shows ended (Completed or Canceled) for `host`, in IMDS's shape: kept apart from the
-    document (IMDS leaves an ended event out) for the history, where they tell a completion from a cancellation."""
-    return [imds_event(e, now) for e in read["events"]
+    """The events the read shows ended (Completed or Canceled) for `host`, as the history records them: kept apart
+    from the document (IMDS leaves an ended event out), for the history, where they tell a completion from a
+    cancellation."""
+    return [_recorded(_served(e, now)) for e in read["events"]
             if host in e.get("hosts", []) and e["event_status"] in ENDED_STATUSES]
 
 
-def compute_for(host, vm_id, fault_domain, zone=""):
-    """The compute metadata fields the cycle uses, from the VM's ARM id (name, scale set) and the fault domain and
-    zone the inventory gives. Unknown, a fault domain holds every new fault domain of its set. A scale set's fault
-    domain numbers repeat in each of its zones, so one given without the zone is not used: two VMs of fault
-    domain 0 in two zones must never be taken for one fault domain."""
+def facts_for(host, vm_id, fault_domain, zone=""):
+    """The `this_vm` facts (document/events.py's compute_facts) from the VM's ARM id (name, scale set) and the fault
+    domain and zone the inventory gives. Unknown, a fault domain holds every new fault domain of its set. A scale
+    set's fault domain numbers repeat in each of its zones, so one given without the zone is not used: two VMs of
+    fault domain 0 in two zones must never be taken for one fault domain."""
     scale_set = scale_set_of(vm_id)
-    compute = {"name": vm_of(host, vm_id)[2], "resourceId": vm_id, "vmScaleSetName": scale_set}
-    if zone not in (None, ""):
-        compute["zone"] = str(zone)
-    if fault_domain not in (None, "") and (zone not in (None, "") or not scale_set):
-        compute["platformFaultDomain"] = str(fault_domain)
-    return compute
+    known = fault_domain not in (None, "") and (zone not in (None, "") or not scale_set)
+    return {"name": vm_of(host, vm_id)[2], "resource_id": vm_id, "vm_scale_set_name": scale_set,
+            "fault_domain": _whole(str(fault_domain)) if known else None, "update_domain": None,
+            "zone": str(zone) if zone not in (None, "") else "", "location": "", "os_type": ""}
+
+
+def _whole(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def acknowledgements(read, host, event_ids):

@@ -1,25 +1,26 @@
-"""imds_face: a control-plane read seen from one host as its VM's IMDS, and every way the read cannot vouch for a
-host (each must make the host blind, so that the cycle counts it as busy)."""
+"""host_read: the run's control-plane read seen from one host (its document and compute facts, normalised as a read
+from IMDS is), and every way the read cannot vouch for a host (each must make the host blind, so that the cycle counts
+it as busy)."""
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from typing import Any, Dict
 
 import pytest
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.imds_face import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_read import (
     ControlPlaneBlind,
     acknowledgements,
     check_owed,
     check_present,
     check_read,
-    compute_for,
     document_for,
     ended_for,
+    facts_for,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import (
-    compute_facts,
+    DocumentError,
+    normalise_event,
     parse_document,
 )
 
@@ -50,10 +51,12 @@ def read(*events: Dict[str, Any], **changes: Any) -> Dict[str, Any]:
     return base
 
 
-def test_the_document_lists_the_hosts_events_as_imds_serves_them_and_leaves_out_the_ended_ones() -> None:
+def test_the_document_lists_the_hosts_events_normalised_and_leaves_out_the_ended_ones() -> None:
     got = read(event(IDS[0]), event(IDS[1], "Completed"), event(IDS[2], hosts=("web1",)))
-    parsed = parse_document(json.dumps(document_for(got, "web0", NOW)))
+    parsed = document_for(got, "web0", NOW)
     (only,) = parsed["events"]
+    assert only == normalise_event(parsed["raw"]["Events"][0]), "the same event a read from IMDS would give"
+    assert parse_document(parsed["raw"]) == parsed, "the history's record of the document is the document"
     assert (only["event_id"], only["event_status"], only["not_before"]) == (IDS[0], "Scheduled", "2026-11-27T10:15:00Z")
     assert parsed["raw"]["Events"][0]["NotBefore"] == "Fri, 27 Nov 2026 10:15:00 GMT", "RFC 1123, as IMDS serves it"
     assert [(e["EventId"], e["EventStatus"], e["NotBefore"]) for e in ended_for(got, "web0", NOW)] == [
@@ -62,15 +65,26 @@ def test_the_document_lists_the_hosts_events_as_imds_serves_them_and_leaves_out_
 
 def test_a_row_still_scheduled_after_its_not_before_is_served_started() -> None:
     late = event(IDS[0], not_before="2026-11-27T09:59:00Z")
-    (served,) = document_for(read(late), "web0", NOW)["Events"]
-    assert (served["EventStatus"], served["NotBefore"]) == ("Started", "")
+    served = document_for(read(late), "web0", NOW)
+    assert [(e["event_status"], e["not_before"]) for e in served["events"]] == [("Started", None)]
+    assert (served["raw"]["Events"][0]["EventStatus"], served["raw"]["Events"][0]["NotBefore"]) == ("Started", "")
+
+
+def test_a_row_without_the_fields_resource_graph_may_lack_gets_imds_defaults_and_an_unknown_type_its_warning() -> None:
+    bare = dict(event(IDS[0]), event_type="Hibernate", resource_type=None, description=None, event_source=None,
+                duration_in_seconds=None)
+    parsed = document_for(read(bare), "web0", NOW)
+    (only,) = parsed["events"]
+    assert (only["resource_type"], only["description"], only["event_source"]) == ("VirtualMachine", "", "Platform")
+    assert only["known_type"] is False and "unknown EventType 'Hibernate'" in parsed["warnings"][0]
+    assert parse_document(parsed["raw"]) == parsed
 
 
 def test_the_incarnation_changes_with_the_events_and_not_otherwise() -> None:
-    one = document_for(read(event(IDS[0])), "web0", NOW)["DocumentIncarnation"]
-    assert document_for(read(event(IDS[0])), "web0", NOW)["DocumentIncarnation"] == one
-    assert document_for(read(event(IDS[0], "Started")), "web0", NOW)["DocumentIncarnation"] != one
-    assert document_for(read(), "web0", NOW)["DocumentIncarnation"] == 0
+    one = document_for(read(event(IDS[0])), "web0", NOW)["document_incarnation"]
+    assert document_for(read(event(IDS[0])), "web0", NOW)["document_incarnation"] == one
+    assert document_for(read(event(IDS[0], "Started")), "web0", NOW)["document_incarnation"] != one
+    assert document_for(read(), "web0", NOW)["document_incarnation"] == 0
 
 
 def test_a_read_that_vouches_for_the_host_gives_its_vm_name() -> None:
@@ -89,6 +103,7 @@ def test_a_read_that_vouches_for_the_host_gives_its_vm_name() -> None:
 def test_what_the_read_cannot_vouch_for_makes_the_host_count_as_busy(broken: Dict[str, Any], cause: str) -> None:
     with pytest.raises(ControlPlaneBlind) as raised:
         check_read(read(event(IDS[0]), **broken), "web0", WEB0, NOW, 60)
+    assert isinstance(raised.value, DocumentError), "a task fails on it as on a document it cannot use"
     assert cause in str(raised.value) and str(raised.value).endswith("web0 counts as busy (unread).")
 
 
@@ -98,19 +113,19 @@ def test_no_read_at_all_and_a_host_id_that_is_no_vm_id_are_blind_too() -> None:
             check_read(given, "web0", vm_id, NOW, 60)
 
 
-def test_compute_metadata_names_the_vm_as_resources_lists_it_and_says_only_the_fault_domain_it_was_given() -> None:
-    assert compute_facts(compute_for("web0", WEB0, 2))["name"] == "Web-VM0"
-    assert compute_facts(compute_for("web0", WEB0, 2))["fault_domain"] == 2
-    assert compute_facts(compute_for("web0", WEB0, ""))["fault_domain"] is None, "unknown stays unknown"
-    facts = compute_facts(compute_for("web3", SET_VM, None))
+def test_compute_facts_name_the_vm_as_resources_lists_it_and_say_only_the_fault_domain_it_was_given() -> None:
+    assert facts_for("web0", WEB0, 2)["name"] == "Web-VM0"
+    assert facts_for("web0", WEB0, 2)["fault_domain"] == 2 and facts_for("web0", WEB0, "2")["fault_domain"] == 2
+    assert facts_for("web0", WEB0, "")["fault_domain"] is None, "unknown stays unknown"
+    facts = facts_for("web3", SET_VM, None)
     assert (facts["name"], facts["vm_scale_set_name"]) == ("web_3", "web")
 
 
 def test_a_scale_set_vms_fault_domain_is_used_only_with_its_zone() -> None:
     """Fault-domain numbers repeat in each zone of a scale set: without the zone, two VMs of fault domain 0 in two
     zones would be one fault domain to the plan, and both could be in maintenance at once."""
-    assert compute_facts(compute_for("web3", SET_VM, 0))["fault_domain"] is None
-    zonal = compute_facts(compute_for("web3", SET_VM, 0, "2"))
+    assert facts_for("web3", SET_VM, 0)["fault_domain"] is None
+    zonal = facts_for("web3", SET_VM, 0, "2")
     assert (zonal["fault_domain"], zonal["zone"]) == (0, "2")
 
 
