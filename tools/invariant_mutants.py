@@ -63,8 +63,8 @@ MUTATIONS: Dict[str, List[Change]] = {
     "a drain merely begun (written ahead) licenses other events to join its fault domain":
         [(FAULT_DOMAINS, "ongoing and record[\"prepare\"] == PREPARE_DONE and not", "ongoing and not")],
     "an event of an unknown status holds no fault domain":
-        [(FAULT_DOMAINS, 'if event["event_status"] == "Scheduled" and event.get("known_status", True):',
-          'if event["event_status"] != "Started":')],
+        [(FAULT_DOMAINS, 'if event["event_status"] == "Scheduled" and event.get("known_status", True) and not started:',
+          'if event["event_status"] != "Started" and not started:')],
     "a state file that cannot be read is taken as a first cycle, and saved over":
         [(VIEWS, 'elif result.get("state_status") == "corrupt":', "elif False:"),
          (TRANSITION, '    if result.get("state_status") == "corrupt":\n        raise', "    if False:\n        raise")],
@@ -79,8 +79,8 @@ MUTATIONS: Dict[str, List[Change]] = {
     "a host prepares an event its own read shows without listing it (its recover then undoes the drain)":
         [(POLICY, '    if own is None or not affects(own, view["vm_name"]):', "    if own is None:")],
     "a Started event licenses other events to join its fault domain (it may end before the drain)":
-        [(FAULT_DOMAINS, 'event["event_id"]), False,\n                     event["event_id"])',
-          'event["event_id"]), True,\n                     event["event_id"])')],
+        [(FAULT_DOMAINS, 'hold(domain, "%s is in %s event %s" % (name, status, event["event_id"]), False, event["event_id"])',
+          'hold(domain, "%s is in %s event %s" % (name, status, event["event_id"]), True, event["event_id"])')],
     "an approval is led by a host whose own read does not show the event (its save then drops the record)":
         [(POLICY, 'views[h]["status"] == FRESH and event["event_id"].upper() in views[h]["present"]]',
           'views[h]["status"] == FRESH]')],
@@ -105,8 +105,8 @@ MUTATIONS: Dict[str, List[Change]] = {
           "return leaders[event_id] in alive")],
     # issue 27
     "an unread VM counts as deleted without a sighting of its own Preempt or Terminate Started":
-        [(VIEWS, 'if not read and now is not None and taken_as_deleted(views[host]["deleting"], now):',
-          "if not read and now is not None:")],
+        [(VIEWS, 'given.get("silent_when_gone", True) \\\n                and taken_as_deleted(views[host]["deleting"], now):',
+          'given.get("silent_when_gone", True):')],
     # issue 30
     "a control-plane read that shows neither an event on record nor its end counts as news (a read gone back in time "
     "undoes a drain)":

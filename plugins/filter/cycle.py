@@ -48,7 +48,9 @@ def _host_input(hostvars, host, remembered, deleting=None):
             "availability_set": variables.get("maintenance_cycle_availability_set") or "",
             "last_vm": remembered.get(host),
             "left_alone": variables.get("maintenance_cycle_left_alone") is True,
-            "deleting": (deleting or {}).get(host)}
+            "deleting": (deleting or {}).get(host),
+            # read through Resource Graph, not its VM's IMDS: its silence says nothing of whether the VM exists
+            "silent_when_gone": variables.get("maintenance_cycle_transport") != "control_plane"}
 
 
 def _target_names(hostvars, target_hosts, remembered):

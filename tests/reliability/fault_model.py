@@ -429,6 +429,10 @@ class FleetRun:
             return False
         return None
 
+    def silent_when_gone(self, vm: str) -> bool:
+        """Whether the VM's silence is its own (its IMDS), as the role tells the plan (plugins/filter/cycle.py)."""
+        return True
+
     def steps(self, cycle: Cycle) -> Iterator[None]:
         """The role's cycle, yielding between its steps (another run may go on there; Killed ends it)."""
         self.cycles += 1
@@ -447,6 +451,7 @@ class FleetRun:
         remembered, deleting = self.remember(cycle, given, reads)  # vm_memory, before quiet hosts end
         for vm in given:
             given[vm]["deleting"] = deleting.get(vm)
+            given[vm]["silent_when_gone"] = self.silent_when_gone(vm)
         if not cycle.alive:
             return
         cycle.planned_at = self.now

@@ -77,6 +77,9 @@ class ControlPlaneRun(FleetRun):
     blind: int = 0  # control-plane claims the read could not vouch for
     acknowledged: int = 0
 
+    def silent_when_gone(self, vm: str) -> bool:
+        return vm not in self.on_control_plane  # a Resource Graph read's silence is not the VM's
+
     def graph_read(self, vm_ids: Dict[str, str]) -> Dict[str, Any]:
         """One Resource Graph read now, as of a lagging moment (never before the newest shown, unless it goes back)."""
         if self.chance(self.faults.read):

@@ -85,7 +85,8 @@ def host_views(hosts, unit="fault_domain", now=None):
     without a fresh read still holds its last known fault domain; `left_alone` marks a host the run did not
     contact (maintenance_cycle_leave_alone): unread, whatever result it carries; `deleting` is vm_memory's
     sighting of the VM's own Preempt or Terminate Started: an unread host is DELETED once it is old enough at
-    `now` (deleted.taken_as_deleted; without `now`, never).
+    `now` (deleted.taken_as_deleted; without `now`, never), unless `silent_when_gone` is False (a control-plane
+    host, whose silence is the read's, not its VM's).
     """
     views = {}
     for host, given in sorted(hosts.items()):
@@ -98,7 +99,11 @@ def host_views(hosts, unit="fault_domain", now=None):
                             given.get("availability_set") or "", last_vm, unit)
         views[host]["left_alone"] = bool(given.get("left_alone"))
         views[host]["deleting"] = given.get("deleting") if isinstance(given.get("deleting"), dict) else None
-        if not read and now is not None and taken_as_deleted(views[host]["deleting"], now):
+        # Only a host whose silence is its VM's own (IMDS: a deleted VM answers nothing) is taken as deleted. A
+        # control-plane host's read says nothing of whether its VM exists: a Spot VM evicted with Deallocate and
+        # started again stays behind its Completed Preempt row for hours, drained, and must keep its domain.
+        if not read and now is not None and given.get("silent_when_gone", True) \
+                and taken_as_deleted(views[host]["deleting"], now):
             views[host]["status"] = DELETED
     _mark_ambiguous(views)
     for view in views.values():  # the document's events by id (ambiguity may have emptied a view's events)

@@ -35,3 +35,10 @@ def test_the_plan_and_the_run_check_read_each_hosts_own_policy_from_its_variable
     # The plan refuses as the check does, should a playbook skip the check: never one host's policy for both.
     with pytest.raises(AnsibleFilterError, match="differs between hosts"):
         cycle_plan(["a", "b"], hostvars, {"approve_user_events": True})
+
+
+def test_a_control_plane_hosts_silence_is_not_its_vms() -> None:
+    from ansible_collections.azure_imds.scheduled_events.plugins.filter.cycle import _host_input
+    hostvars = {"cp": {"maintenance_cycle_transport": "control_plane"}, "vm": {}}
+    assert _host_input(hostvars, "cp", {})["silent_when_gone"] is False
+    assert _host_input(hostvars, "vm", {})["silent_when_gone"] is True

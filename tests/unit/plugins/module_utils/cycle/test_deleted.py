@@ -99,3 +99,14 @@ def test_regression_a_sighting_matched_by_a_shared_vm_name_deletes_neither_host(
     p = plan_cycle(twins, {"max_fault_domains_in_maintenance": 1}, NOW)
     assert p["hosts"]["vm0"]["status"] == "ambiguous" and p["hosts"]["vm0-rg2"]["status"] == "ambiguous"
     assert p["hosts"]["vm1"]["prepare"] == [] and p["hosts"]["vm1"]["deferred"] != [], "vm1's Reboot waits"
+
+
+def test_regression_a_control_plane_host_is_never_taken_as_deleted() -> None:
+    """A Spot VM evicted with Deallocate and started again: Resource Graph keeps its Completed Preempt row for hours,
+    so the control-plane host is unread, and with the memory's sighting it was taken as deleted: free, its recover
+    never run, though the VM was back and drained. The control plane's silence is not the VM's: it holds its domain."""
+    given = hosts(seen(600))
+    given["vm0"]["silent_when_gone"] = False
+    p = plan_cycle(given, {"max_fault_domains_in_maintenance": 1}, NOW)
+    assert p["hosts"]["vm0"]["status"] == "unread" and p["fault_domains_in_maintenance"] == ["scale set web / fault domain 0"]
+    assert p["hosts"]["vm1"]["prepare"] == []
