@@ -253,7 +253,7 @@ def test_regression_group_vars_policies_are_refused_in_one_run_and_honoured_in_a
 # Time scale 0.5: the Preempt's 30 s of notice last 60 s here. What is proven is the order (prepared before
 # NotBefore, approved once prepared), not a reaction time: on a loaded 2-core CI machine the cycle once needed more
 # than 25 s, the VM was evicted, and the test failed for a timing. Reaction in real time is measured, side by side,
-# by `make bench-reaction` and `make bench-fast-path` (docs/benchmarks.md).
+# by `make bench-reaction` and `make bench-fast-path` (docs/lab/benchmarks.md).
 @pytest.mark.parametrize("bench", [("spot-eviction", 0.5)], indirect=True)
 def test_preempt_gets_prepared_and_approved_within_its_notice(bench: CycleBench) -> None:
     run = bench.run()
