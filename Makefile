@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed-$(shell cat $(REQS) pyproject.toml | cksum | cut -d
 
 # Python writes its bytecode caches, as it does by default, even where the image sets PYTHONDONTWRITEBYTECODE (this
 # one does): uv installs without them, and then every ansible-playbook, notebook kernel and pytest worker compiles
-# what it imports again (pandas and matplotlib: 1.8 CPU-s a process, against 0.6 from the caches).
+# what it imports again (what that costs: docs/lab/benchmarks.md, the test suite's cost).
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo demo-event-driven soak-relay test ansible-test-legs check invariants invariant-mutants sanity units newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-analysis bench-month bench-reaction bench-fast-path venv clean
@@ -34,7 +34,7 @@ ansible-test-legs: sanity units newest-core
 # The quick tier for the inner loop (under a minute): unit tests (the pure cycle decisions, parsing, approval,
 # locks), the simulator's engine, a slice of the fault model (27 fleet-days), ansible-test's pep8 rule and
 # ansible-lint's yaml rules (the sanity and lint failures that most often slip through), the plugins' docs as YAML.
-# The simulator's offline mode (days of history, validated line by line: 40 CPU-seconds) is make test's.
+# The simulator's offline mode (days of history, validated line by line: too slow for this tier) is make test's.
 check: $(STAMP)
 	$(PY) -m pytest -q -n 2 tests/unit tests/simulator/test_engine.py \
 	  tests/reliability/test_fault_model.py tests/test_pep8.py tests/test_plugin_docs_yaml.py tests/test_lint_yaml_rules.py
@@ -48,7 +48,7 @@ invariants: $(STAMP)
 	$(PY) tools/fault_model_run.py --fleet-days $(INVARIANT_FLEET_DAYS) --resume
 
 # Each safety fix reverted in turn, in a scratch copy: the fault model must catch every one (about 30 minutes on 2
-# idle cores: 28 at a4ae8c9).
+# idle cores; what each run caught: docs/lab/reliability.md).
 invariant-mutants: $(STAMP)
 	$(PY) tools/invariant_mutants.py
 

@@ -301,8 +301,8 @@ def run_eda(size: int, shapes: List[str], events: int, burst: int, collections: 
                 bounded(lambda: wait_for(lambda: over(fleet, bench, wave_ids), WAIT_PREPARE_S,
                                          f"{shape} wave to end", interval=1.0),
                         f"a {shape} wave did not end within {WAIT_PREPARE_S} s")
-                # and its last cycle over: the next wave's news would otherwise wait for it (2026-11-28, 200 VMs: a
-                # one-VM Preempt missed behind the 67-host recover cycle of the wave before)
+                # and its last cycle over: the next wave's news would otherwise wait behind it and time that cycle,
+                # not the wave's own reaction (docs/lab/benchmarks.md, what the runs show)
                 bounded(lambda: run.wait_idle(WAIT_PREPARE_S, f"the {shape} wave's last cycle to end"),
                         f"a cycle of the {shape} wave still ran after {WAIT_PREPARE_S} s")
                 time.sleep(EDA_GAP_S)
