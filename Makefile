@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed-$(shell cat $(REQS) pyproject.toml | cksum | cut -d
 
 # Python writes its bytecode caches, as it does by default, even where the image sets PYTHONDONTWRITEBYTECODE (this
 # one does): uv installs without them, and then every ansible-playbook, notebook kernel and pytest worker compiles
-# what it imports again (pandas and matplotlib: 1.8 CPU-s a process, against 0.6 from the caches).
+# what it imports again (what that costs: docs/lab/benchmarks.md, the test suite's cost).
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo demo-event-driven soak-relay test ansible-test-legs check invariants invariant-mutants sanity units newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-analysis bench-month bench-reaction bench-fast-path venv clean
@@ -34,13 +34,13 @@ ansible-test-legs: sanity units newest-core
 # The quick tier for the inner loop (under a minute): unit tests (the pure cycle decisions, parsing, approval,
 # locks), the simulator's engine, a slice of the fault model (27 fleet-days), ansible-test's pep8 rule and
 # ansible-lint's yaml rules (the sanity and lint failures that most often slip through), the plugins' docs as YAML.
-# The simulator's offline mode (days of history, validated line by line: 40 CPU-seconds) is make test's.
+# The simulator's offline mode (days of history, validated line by line: too slow for this tier) is make test's.
 check: $(STAMP)
 	$(PY) -m pytest -q -n 2 tests/unit tests/simulator/test_engine.py \
 	  tests/reliability/test_fault_model.py tests/test_pep8.py tests/test_plugin_docs_yaml.py tests/test_lint_yaml_rules.py
 
 # The whole-system fault model over 10,000 simulated fleet-days on every core, judged by what happened to the
-# VMs (docs/reliability.md; about 4 CPU-hours, 2 hours on 2 idle cores). INVARIANT_FLEET_DAYS=... for another
+# VMs (docs/lab/reliability.md; about 4 CPU-hours, 2 hours on 2 idle cores). INVARIANT_FLEET_DAYS=... for another
 # number. Resumable: finished fleet-days are journaled under build/invariants/ per version of the code, so a run
 # stopped part-way goes on where it stopped when started again.
 INVARIANT_FLEET_DAYS ?= 10000
@@ -48,7 +48,7 @@ invariants: $(STAMP)
 	$(PY) tools/fault_model_run.py --fleet-days $(INVARIANT_FLEET_DAYS) --resume
 
 # Each safety fix reverted in turn, in a scratch copy: the fault model must catch every one (about 30 minutes on 2
-# idle cores: 28 at a4ae8c9).
+# idle cores; what each run caught: docs/lab/reliability.md).
 invariant-mutants: $(STAMP)
 	$(PY) tools/invariant_mutants.py
 
@@ -71,18 +71,18 @@ newest-core-full:
 pytest: $(STAMP)
 	$(PY) -m pytest -n 4 --dist loadgroup --ignore=tests/unit
 
-# Only the fault matrix (part of `make test`), which rewrites docs/fault-matrix.md.
+# Only the fault matrix (part of `make test`), which rewrites docs/lab/fault-matrix.md.
 fault-table: $(STAMP)
 	$(PY) -m pytest tests/reliability/test_fault_matrix.py
 
 # The cycle playbook started every minute for 30 minutes against 50 simulated VMs (a busy fleet-mix at time
 # scale 1): events missed, prepare/recover coverage, reaction latency, runs that overran the minute, controller
-# memory; figures to docs/soak.md. Not part of `make test`. SOAK_ARGS="--minutes 5 --vms 12" for a short run.
+# memory; figures to docs/lab/soak.md. Not part of `make test`. SOAK_ARGS="--minutes 5 --vms 12" for a short run.
 soak: $(STAMP)
 	$(PY) tools/soak.py $(SOAK_ARGS)
 
 # The event-driven path for 30 minutes on 200 simulated VMs (relays + ansible-rulebook, fleet-mix): missed
-# events, recover coverage, reaction, memory of relays and rulebook; figures to docs/soak.md.
+# events, recover coverage, reaction, memory of relays and rulebook; figures to docs/lab/soak.md.
 # SOAK_RELAY_ARGS="--minutes 5 --vms 20" for a short run.
 soak-relay: $(STAMP)
 	$(PY) tools/soak_relay.py $(SOAK_RELAY_ARGS)
@@ -114,7 +114,7 @@ bench-cycle: $(STAMP)
 
 # Event-driven reaction (relays + ansible-rulebook) at 50 and 200 simulated VMs by the event's shape (a whole
 # fault domain, one VM, a burst of Spot evictions), and the cycle started every minute on 50 VMs, without agents,
-# in one run; figures to docs/benchmarks.md (needs Java 17+). BENCH_REACTION_ARGS="--sizes 6 --events 1 --burst 2
+# in one run; figures to docs/lab/benchmarks.md (needs Java 17+). BENCH_REACTION_ARGS="--sizes 6 --events 1 --burst 2
 # --scheduled-size 6 --no-control-plane --no-event-grid --report ''" for a quick try (a few minutes).
 # Then the relay's fast path on 100 Spot VMs: how soon each VM's local command starts after its Preempt appears.
 bench-reaction: $(STAMP)
@@ -122,8 +122,8 @@ bench-reaction: $(STAMP)
 	$(MAKE) --no-print-directory bench-fast-path
 
 # The relay's fast path alone (about six minutes): 100 Spot VMs, relays polling 1 Hz with a local command, one
-# Preempt each with 2-30 s notice; figures to docs/benchmarks.md. BENCH_FAST_PATH_ARGS="--vms 6 --window 15".
-BENCH_FAST_PATH_ARGS ?= --vms 100 --report docs/benchmarks.md
+# Preempt each with 2-30 s notice; figures to docs/lab/benchmarks.md. BENCH_FAST_PATH_ARGS="--vms 6 --window 15".
+BENCH_FAST_PATH_ARGS ?= --vms 100 --report docs/lab/benchmarks.md
 bench-fast-path: $(STAMP)
 	$(PY) tools/bench_fast_path.py $(BENCH_FAST_PATH_ARGS)
 

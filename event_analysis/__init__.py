@@ -1,7 +1,7 @@
 """Analyse Scheduled Events histories: notice times, durations, fault-domain serialisation, reaction.
 
-Reads the observation schema of docs/observation-schema.md, whether the simulator generated
-it or the collection's history callback captured it. See docs/analysis.md.
+Reads the observation schema of docs/reference/observation-schema.md, whether the simulator generated
+it or the collection's history callback captured it. See docs/guide/analysis.md.
 """
 from event_analysis.analyses.domains import domain_overlaps, domain_walk, fault_domain_windows, walk_order
 from event_analysis.analyses.endings import cancellation_rate, endings_summary, event_endings

@@ -1,5 +1,5 @@
 """What Azure publishes about event timing: the one home of the figures the analysis judges histories by and the
-simulator is calibrated to (imds_simulator/calibration.py, docs/simulator.md#calibration).
+simulator is calibrated to (imds_simulator/calibration.py, docs/reference/simulator.md#calibration).
 
 Each figure names where it is published (Microsoft Learn pages as of 2026, condensed in the project's API notes;
 the sub-10 s Spot tail is a field report of AKS's Karpenter maintainers, not a Microsoft figure).

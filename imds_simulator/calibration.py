@@ -3,7 +3,7 @@
 A scenario is calibrated when the draws of its event specs keep every published figure that applies: `check`
 samples each spec's spans as the engine does (each spec in proportion to its `per_day`, or once per spec for
 timed events) and returns one finding per figure, with what the draws showed. `fleet-2026` is the scenario
-calibrated this way; tests/simulator/test_calibration.py holds it to every figure, and docs/simulator.md carries
+calibrated this way; tests/simulator/test_calibration.py holds it to every figure, and docs/reference/simulator.md carries
 the table `python -m imds_simulator.calibration` prints.
 """
 from __future__ import annotations
@@ -148,7 +148,7 @@ def check(scenario: sc.Scenario, seed: int = 1) -> Dict[str, Finding]:
 
 
 def table(scenario_name: str = CALIBRATED) -> str:
-    """The calibration table of docs/simulator.md: each published figure, its source, and the scenario's draws."""
+    """The calibration table of docs/reference/simulator.md: each published figure, its source, and the scenario's draws."""
     findings = check(sc.load(scenario_name))
     rows = ["| topic | published | source | `%s` draws (%d each, seed 1) | read as |" % (scenario_name, SAMPLES),
             "|---|---|---|---|---|"]

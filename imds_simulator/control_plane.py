@@ -6,7 +6,7 @@ Shapes follow Microsoft's published examples (azure-rest-api-specs: Microsoft.Ma
 operations, Event Grid's MaintenanceResources.ScheduledEventEmitted; the Scheduled Events Learn pages). Stricter
 than Azure where it costs nothing: every request needs a bearer token the simulator was started with, acknowledging
 needs the Scheduled Events Contributor role, and api-versions outside the published ones are refused. Where it
-differs from Azure, docs/simulator.md says so.
+differs from Azure, docs/reference/simulator.md says so.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Each VM polls every `poll_interval` seconds with its own phase (real pollers are
 not synchronised). Each poll that gets an answer writes one line of the
-observation schema (docs/observation-schema.md). A VM that is rebooting or
+observation schema (docs/reference/observation-schema.md). A VM that is rebooting or
 frozen does not answer, so its poll writes nothing, as a real poller on that
 VM would write nothing. With `change_only`, a VM writes a line only when its document changes (or
 when it answers again after polls that got nothing), with `previous_observed_at`, as the event relay

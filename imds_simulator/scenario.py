@@ -7,7 +7,7 @@ are in *scenario seconds*; the engine divides them by the time scale.
 
 A replay scenario lists captured documents instead; it is turned into specs
 with fixed start and removal times, so that the engine serves it like any
-other scenario. See docs/scenarios.md for the format.
+other scenario. See docs/reference/scenarios.md for the format.
 """
 from __future__ import annotations
 

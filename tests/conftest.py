@@ -48,8 +48,8 @@ def pytest_unconfigure(config: object) -> None:
 
 
 # The longest tests by wall under load (make test's --durations), longest first, are started first: in collection
-# order the relay role's two installs once began last, 18 minutes into a 2-core make test, and ran alone for 5
-# minutes more. What each test costs in CPU: tools/test_cpu_report.py.
+# order a long test can begin last and then run alone while the other worker idles (docs/lab/benchmarks.md, the
+# test suite's cost). What each test costs in CPU: tools/test_cpu_report.py.
 STARTED_FIRST = (
     "tests/integration/test_cycle.py::test_the_cycle_on_a_schedule_walks_the_fault_domains_one_at_a_time_and_takes_back_hosts_a_run_missed",
     "tests/eda/test_rulebook.py::test_relays_and_the_rulebook_prepare_approve_and_recover_and_a_forged_push_approves_nothing",

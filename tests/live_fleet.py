@@ -18,7 +18,8 @@ from imds_simulator.server import ServerOptions, Simulator, serve_in_thread
 
 # The smallest availability set that still shows what a cycle test looks at: a fault domain's event lists two VMs
 # (a leader and a follower) and quiet VMs of another domain stay in the inventory. The scenarios' sets have 6 VMs in
-# 3 fault domains; every quiet host costs each cycle about 0.6 CPU-s (its claim and read), which those paid 4 times.
+# 3 fault domains, and every quiet host adds its claim and read to each cycle (what that costs: docs/lab/benchmarks.md,
+# the test suite's cost).
 SMALL_SET = FleetSpec(vms=4, fault_domains=2)
 
 

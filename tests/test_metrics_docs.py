@@ -1,4 +1,4 @@
-"""docs/metrics.md against the metrics the code writes, and the example alerts against promtool.
+"""docs/reference/metrics.md against the metrics the code writes, and the example alerts against promtool.
 
 promtool comes from Debian's prometheus package, unpacked into build/ (tools/get_promtool.py); where it
 cannot be fetched, the rules' metric names are checked against what the code writes instead, and the test
@@ -26,9 +26,9 @@ from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.cycle_
 from tools.get_promtool import find_promtool
 
 REPO = Path(__file__).resolve().parent.parent
-DOC = REPO / "docs" / "metrics.md"
-RULES = REPO / "docs" / "prometheus" / "azure_scheduled_events.rules.yml"
-RULE_TESTS = REPO / "docs" / "prometheus" / "azure_scheduled_events.rules.test.yml"
+DOC = REPO / "docs" / "reference" / "metrics.md"
+RULES = REPO / "docs" / "reference" / "prometheus" / "azure_scheduled_events.rules.yml"
+RULE_TESTS = REPO / "docs" / "reference" / "prometheus" / "azure_scheduled_events.rules.test.yml"
 SCHEDULED = {"EventId": "E", "EventStatus": "Scheduled", "EventType": "Reboot", "Resources": ["vm0"],
              "NotBefore": "Mon, 05 Jan 2026 00:15:12 GMT", "EventSource": "Platform"}
 

@@ -1,7 +1,7 @@
 """ansible-test's pep8 sanity rule, in seconds, so that `make check` catches what `make sanity` would refuse.
 
 The pycodestyle version, the ignore list and the line length are read from the installed ansible-test, so this
-test cannot drift from the sanity leg it stands in for (a CI run failed on an E127 that only `make sanity` saw).
+test cannot drift from the sanity leg it stands in for (a rule only `make sanity` knows fails a CI run, late).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The relay's fast path measured: Spot evictions with 2 to 30 s of notice, and how soon each VM's local command ran.
 
-    python tools/bench_fast_path.py --vms 100 --report docs/benchmarks.md     # part of make bench-reaction
+    python tools/bench_fast_path.py --vms 100 --report docs/lab/benchmarks.md     # part of make bench-reaction
 
 A simulated scale set of Spot VMs at time scale 1 (real seconds), an event relay process per VM polling its IMDS
 once a second with `local_command` set (a shell line that writes the moment it runs), and a stand-in controller

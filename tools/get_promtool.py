@@ -1,4 +1,4 @@
-"""Find promtool (Prometheus' rule and metrics checker) for the tests of docs/metrics.md, without installing
+"""Find promtool (Prometheus' rule and metrics checker) for the tests of docs/reference/metrics.md, without installing
 Prometheus: on PATH, else a copy already unpacked in build/promtool, else Debian's `prometheus` package
 downloaded (`apt-get download`, no root needed) and unpacked there (about 19 MB, once).
 

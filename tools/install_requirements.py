@@ -2,9 +2,9 @@
 
     .venv/bin/python tools/install_requirements.py -r requirements.txt -r requirements-test.txt -e '.[notebooks]'
 
-With uv (from PyPI, put into the same environment) when it can: on the 2-core machine it installs the test
-requirements in about 15 CPU-seconds where pip takes about 130, which is two minutes of every fresh clone's
-`make test` (the venv is built before anything else can start). The same requirement files decide the versions
+With uv (from PyPI, put into the same environment) when it can: it installs the test requirements in a fraction
+of pip's CPU, and every fresh clone's `make test` waits for the venv before anything else can start
+(docs/lab/benchmarks.md, the test suite's cost). The same requirement files decide the versions
 either way; uv's resolution of them matched pip's package for package when compared (`pip freeze`). If uv cannot be
 installed or cannot install them (no route to PyPI, a private index only pip is configured for), pip does it, as
 before, and a line says so.

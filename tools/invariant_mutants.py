@@ -16,11 +16,10 @@ model's measure, the README's, joining it adds no fault domain in maintenance; t
 taking it down before NotBefore, which a unit test holds), and that an event spanning beyond the limit is not
 admitted as alone beside another such event (the plan can only mistake it for alone when its domains include all the
 other's, so the two together take down no domain the second would not take alone; the rule keeps it waiting until
-the first is over, which test_fault_domains.py and test_cycle_policy.py hold. Seed 436 once showed it, before the
-model's late news; at cceb85f it went unnoticed over 2,000 fleet-days, and over 400 more with platform events of two
-VMs at three a day). A unit test holds one more such rule, that an approved event still shown Scheduled holds its fault domain: the model's
-runs always have prepare tasks, so a drain record holds that domain too; without prepare tasks only the approval
-does (test_cycle_policy.py's regression test).
+the first is over, which test_fault_domains.py and test_cycle_policy.py hold; the model's runs rarely reach that case,
+docs/lab/reliability.md has the runs). A unit test holds one more such rule, that an approved event still shown
+Scheduled holds its fault domain: the model's runs always have prepare tasks, so a drain record holds that domain
+too; without prepare tasks only the approval does (test_cycle_policy.py's regression test).
 """
 from __future__ import annotations
 
@@ -164,8 +163,8 @@ def caught(root: Path, only: str = "all") -> Tuple[bool, str]:
     # Caught means a fleet-day broke an invariant; a mutant that crashes the model is not caught, it is broken.
     if not found:
         return False, proc.stdout.strip()[-300:] + proc.stderr.strip()[-300:]
-    # And the unmutated code keeps every invariant on that fleet-day: a judge that fails the fixed code too (it
-    # once failed every scheduled fleet-day of seed 1) catches every mutant there, whatever it reverted.
+    # And the unmutated code keeps every invariant on that fleet-day: a judge that fails the fixed code too (a judge
+    # wrong about one kind of fleet-day fails all of them) catches every mutant there, whatever it reverted.
     combo = re.search(r"^    COMBO (.*)$", proc.stdout, re.M)
     if combo is None:  # the role-order check, which the unmutated role passes (test_fault_model.py says so)
         return True, found[0]

@@ -45,8 +45,9 @@ def environment(work: Path) -> Path:
     collections = work / "collections"
     stage(collections)
     cfg = work / "ansible.cfg"
-    # Ansible's default forks (5): with 50, the start-up cycles of 200 VMs starved the source on 2 cores (pushes
-    # timed out, hosts went stale, more cycles came): the rulebook's CPU is the fleet's bottleneck here.
+    # Ansible's default forks (5): more forks let the start-up cycles of a big fleet starve the source on 2 cores
+    # (pushes time out, hosts go stale, more cycles come): the rulebook's CPU is the fleet's bottleneck here
+    # (docs/lab/benchmarks.md).
     cfg.write_text("[defaults]\n")
     os.environ.update(ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_CONFIG=str(cfg), ANSIBLE_NOCOLOR="1")
     if str(collections) not in sys.path:

@@ -13,7 +13,7 @@ the history and the example tasks' audit log, it reports:
 - how long the runs took, and how many overran the period;
 - the control process's memory (peak RSS of each run's ansible-playbook): first vs last 5 minutes.
 
-Figures go to docs/soak.md (its scheduled-cycle section) and stdout; exit 1 if anything was missed.
+Figures go to docs/lab/soak.md (its scheduled-cycle section) and stdout; exit 1 if anything was missed.
     python tools/soak.py --minutes 30 --vms 50
 """
 from __future__ import annotations
@@ -45,7 +45,7 @@ from tools.report import write_section  # noqa: E402
 from tools.stage_collection import stage  # noqa: E402
 
 WORK = REPO / "build" / "soak"
-REPORT = REPO / "docs" / "soak.md"
+REPORT = REPO / "docs" / "lab" / "soak.md"
 SECTION = "## Scheduled-cycle soak (`make soak`)"
 
 

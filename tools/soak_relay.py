@@ -15,7 +15,7 @@ and the prepare/recover log, it reports:
 - memory over time (first vs last 5 minutes, sampled every 10 s): the largest relay, all relays together,
   and the rulebook's process tree (its JVM, Python and the cycles it runs); the controller's CPU per event.
 
-Figures go to docs/soak.md (its relay section) and stdout; exit 1 if anything was missed or left unrecovered.
+Figures go to docs/lab/soak.md (its relay section) and stdout; exit 1 if anything was missed or left unrecovered.
     python tools/soak_relay.py --minutes 30 --vms 200
 """
 from __future__ import annotations
@@ -44,7 +44,7 @@ from tools.relay_fleet import CpuParts, RelayFleet, cycles_in, environment, tree
 from tools.soak import busier_fleet_mix, epoch, percentile  # noqa: E402
 
 WORK = REPO / "build" / "soak-relay"
-REPORT = REPO / "docs" / "soak.md"
+REPORT = REPO / "docs" / "lab" / "soak.md"
 SECTION = "## Event-driven soak (`make soak-relay`)"
 SETTLE_S = 120  # events gone this long before the end of the settle period must have had their recover
 

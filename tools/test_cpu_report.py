@@ -4,7 +4,8 @@
     python tools/test_cpu_report.py /tmp/cpu.jsonl [--top 25] [--timeline 30]
 
 tests/conftest.py writes one line per test (its worker's CPU and its reaped children's, set-up and tear-down
-included). Wall times under load say little: a 30-CPU-second test took 268 s in a loaded CI run.
+included). Wall times under load say little: a test waits for the cores as much as it uses them
+(docs/lab/benchmarks.md, the test suite's cost).
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ _ISO_UTC = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$"
 _ISO_ANY = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:?\d{2})$"
 _RFC1123 = "%a, %d %b %Y %H:%M:%S GMT"
 
-# The columns of an observations frame, in order (see docs/analysis.md).
+# The columns of an observations frame, in order (see docs/guide/analysis.md).
 COLUMNS = ("record", "observed_at", "host", "vm", "fault_domain", "update_domain", "scale_set", "zone",
            "location", "document_incarnation", "event_id", "event_status", "event_type", "event_source",
            "resource_type", "resources", "not_before", "duration_s", "description", "affects_vm",

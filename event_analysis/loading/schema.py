@@ -1,4 +1,4 @@
-"""The observation schema (docs/observation-schema.md) as Arrow types (the figures the analysis judges by are in
+"""The observation schema (docs/reference/observation-schema.md) as Arrow types (the figures the analysis judges by are in
 event_analysis/published.py)."""
 from __future__ import annotations
 

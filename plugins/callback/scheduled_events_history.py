@@ -14,7 +14,7 @@ description:
   - Captures on the control node every document read by M(azure_imds.scheduled_events.scheduled_events_info) or
     M(azure_imds.scheduled_events.scheduled_events_claim) (each host, each loop item, each C(until) attempt) and every approval sent by
     M(azure_imds.scheduled_events.scheduled_events_approve), and appends them to a JSON-lines history file in
-    the collection's observation schema (C(docs/observation-schema.md) in the source repository).
+    the collection's observation schema (C(docs/reference/observation-schema.md) in the source repository).
   - It only reads task results. It adds no task and sends no request to any VM.
   - An observation line holds C(observed_at) (when the module read the document), C(host) (the inventory
     hostname, or the C(delegate_to) host of a delegated task), C(vm) (from the module's C(this_vm), with
@@ -58,7 +58,7 @@ options:
   metrics_path:
     description:
       - A Prometheus textfile (C(.prom), for node_exporter's textfile collector) that the callback rewrites at the
-        end of each run with the controller's metrics (C(docs/metrics.md) in the source repository), which are cycles,
+        end of each run with the controller's metrics (C(docs/reference/metrics.md) in the source repository), which are cycles,
         prepares and recovers begun, recover failures, approvals by result, fault domains in maintenance, and the
         reaction (first read showing an event -> prepare began) as a histogram, by way of running. Counters
         across runs are kept beside it in C(<metrics_path>.counters.json). V("") (the default) writes none.

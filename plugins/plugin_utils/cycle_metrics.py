@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The controller's Prometheus metrics (docs/metrics.md): what the maintenance cycles did, counted across runs.
+"""The controller's Prometheus metrics (docs/reference/metrics.md): what the maintenance cycles did, counted across runs.
 
 The scheduled_events_history callback tallies one playbook run (RunTally) from its task results and, at
 the end of the run, adds it to the counters kept in a JSON file next to the textfile (add_run), then writes

@@ -80,7 +80,7 @@ def test_the_notice_notebook_flags_short_notice(tmp_path: Path, monkeypatch: pyt
     assert "SHORT" in output and "below" in output
 
 
-# One kernel per notebook for both (it was two; a kernel is about 4 CPU-s): the filters keep one quiet host and a
+# One kernel per notebook for both (each kernel costs seconds of CPU to start): the filters keep one quiet host and a
 # window, and leave out the host with an event. That the filters select the same as a whole read does on a busy
 # history is test_partitioned.py's; every cell on a busy history is the sample's run above.
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)

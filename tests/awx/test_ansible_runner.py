@@ -97,7 +97,7 @@ CYCLE_SURVEY = {"prepare_tasks": "maintenance/prepare.yml", "recover_tasks": "ma
 
 @pytest.fixture(scope="module")
 def cycle_job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunnerJob]:
-    """One cycle job, run once for the tests that read it (each real run costs about 20 s of CPU)."""
+    """One cycle job, run once for the tests that read it (a real run is among the suite's dearest steps)."""
     runner_job = new_job(tmp_path_factory.mktemp("cycle") / "job")
     runner_job.result = runner_job.run("cycle.yml", "cycle", CYCLE_SURVEY)
     yield runner_job

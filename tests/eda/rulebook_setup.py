@@ -60,7 +60,7 @@ SERVICE_BUS_DOUBLE = Path(__file__).resolve().parent / "service_bus_double"  # a
 
 
 def event_grid_files(work: Path, inventory: Path, vm_ids: Dict[str, str]) -> Path:
-    """In `work`, what docs/event-driven.md has the Event Grid rulebook run from: the inventory as a directory,
+    """In `work`, what docs/guide/event-driven.md has the Event Grid rulebook run from: the inventory as a directory,
     vm_ids.yml, and rulebook_vars.yml (the test's prepare/recover log tasks) whose Service Bus connection string
     names the double's queue file; -> that queue file, one Event Grid delivery per line."""
     (work / "inventory").mkdir()

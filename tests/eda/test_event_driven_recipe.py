@@ -4,7 +4,7 @@ Install section says: the secret, the relays installed by the role, and the rule
 As the quick-start test does, only where things live changes: the controller's address and port are this machine's,
 the tasks files' directory is temporary, and `host_vars/` in the inventory directory point each simulated VM at its
 IMDS root over a local connection and put the relay's files under a temporary root; no systemd runs here, so they set
-`event_relay_manage_service: false` and the relays start as docs/event-driven.md's "A trial without systemd" says.
+`event_relay_manage_service: false` and the relays start as docs/guide/event-driven.md's "A trial without systemd" says.
 The first line, `pip install ansible-rulebook`, is checked, not run: the test's environment has it, and a `pip` on
 PATH may belong to another interpreter.
 """
@@ -33,8 +33,8 @@ __all__ = ["user_env"]  # the quick start's user, a fixture of this module too
 
 
 def trial_command() -> str:
-    """docs/event-driven.md's command that starts a relay without systemd."""
-    text = (REPO / "docs" / "event-driven.md").read_text()
+    """docs/guide/event-driven.md's command that starts a relay without systemd."""
+    text = (REPO / "docs" / "guide" / "event-driven.md").read_text()
     part = text.split("\n## A trial without systemd\n", 1)[1].split("\n## ", 1)[0]
     (block,) = shell_blocks(part)
     (line,) = [line for line in block.splitlines() if line.strip()]
@@ -50,7 +50,7 @@ def host_vars(fleet: LiveFleet, vm: str, root: Path) -> Dict[str, object]:
             "event_relay_config_dir": str(relay / "etc" / "azure-imds-relay"),
             "event_relay_state_dir": str(relay / "var" / "lib" / "azure-imds-relay"),
             "event_relay_unit_dir": str(relay / "etc" / "systemd" / "system"),
-            "event_relay_manage_service": False,  # no systemd here: as docs/event-driven.md says for a trial
+            "event_relay_manage_service": False,  # no systemd here: as docs/guide/event-driven.md says for a trial
             "prepared_dir": str(root / "prepared")}
 
 
@@ -98,7 +98,7 @@ def test_the_readme_event_driven_recipe_prepares_and_approves_on_simulated_vms(
         for vm in vms:
             assert (tmp_path / "relays" / vm / "etc" / "azure-imds-relay" / "relay.json").is_file(), vm
 
-        # The relays, as docs/event-driven.md starts them without systemd; then the rulebook, as written.
+        # The relays, as docs/guide/event-driven.md starts them without systemd; then the rulebook, as written.
         processes += [start_relay(trial_command(), vm, tmp_path, user_env, tmp_path / f"relay-{vm}.log") for vm in vms]
         log = tmp_path / "rulebook.log"
         processes.append(subprocess.Popen(["bash", "-ec", start], cwd=site, env=dict(user_env, PYTHONUNBUFFERED="1"),

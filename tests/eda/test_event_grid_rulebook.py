@@ -1,4 +1,4 @@
-"""Event-driven without relays, end to end, with docs/event-driven.md's command as written: the simulator's Event Grid deliveries of a real event, through a TEST
+"""Event-driven without relays, end to end, with docs/guide/event-driven.md's command as written: the simulator's Event Grid deliveries of a real event, through a TEST
 DOUBLE of azure.azcollection's azure_service_bus source (Service Bus is out of reach; tests/eda/service_bus_double/),
 into the real ansible-rulebook with the collection's scheduled_events_event_grid rulebook, whose cycle prepares the
 VMs the event lists, reading them itself through a lagging Resource Graph (nothing on the VMs), and approves through
@@ -26,11 +26,11 @@ from tests.timing import wait_for
 from tools.relay_fleet import kill_tree
 
 BIN = Path(sys.executable).parent
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "event-driven.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "guide" / "event-driven.md"
 
 
 def docs_command() -> str:
-    """The command docs/event-driven.md gives for this path, as written."""
+    """The command docs/guide/event-driven.md gives for this path, as written."""
     part = DOCS.read_text().split("\n## Without relays: Event Grid through Service Bus (preview)\n", 1)[1]
     (block,) = re.findall(r"```sh\n(.*?)```", part.split("\n## ", 1)[0], re.S)
     return block.strip()

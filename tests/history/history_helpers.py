@@ -15,7 +15,7 @@ from tests.modules.harness import LiveFleet
 
 REPO = Path(__file__).resolve().parents[2]
 CALLBACK = "azure_imds.scheduled_events.scheduled_events_history"
-SCHEMA = json.loads((REPO / "docs" / "observation.schema.json").read_text())
+SCHEMA = json.loads((REPO / "docs" / "reference" / "observation.schema.json").read_text())
 VALIDATOR = Draft202012Validator(SCHEMA)
 
 

@@ -30,8 +30,8 @@ def test_read_from_resource_graph_then_acknowledge_and_the_vms_see_it_started(tm
                                              "reader-app": {"secret": "reader-secret", "token": "t-reader"}},
                       control_plane_identities={"avset-web-vm0": {"system": "t-operator"}})
     try:
-        # At time scale 10: 180 s of notice (at time scale 60, 15 s, a loaded CI machine's play outlasted it and the
-        # event started by itself), Started for 180 s (past the playbook's last read)
+        # At time scale 10: 180 s of notice (a loaded machine's play must not outlast it, or the event starts by
+        # itself), Started for 180 s (past the playbook's last read)
         (event_id,) = fleet.inject({"key": "r", "type": "Reboot", "notice_s": 1800, "started_for_s": 1800,
                                     "resources": {"names": fleet.vms}})
         vm_ids = {f"web{i}": vm.resource_id for i, vm in enumerate(fleet.engine.fleet.vms)}

@@ -1,4 +1,4 @@
-"""docs/rehearse-with-microsofts-mock.md, run as written against its stand-in for Microsoft's mock server.
+"""docs/guide/rehearse-with-microsofts-mock.md, run as written against its stand-in for Microsoft's mock server.
 
 The stand-in is the page's own second command (`imds_simulator serve --mock-server`), on a free port instead of
 8080: a test double for Azure-Samples/scheduled-events-mock-server, which this machine cannot fetch, checked against
@@ -25,7 +25,7 @@ from tests.timing import wait_for
 pytestmark = pytest.mark.live
 
 REPO = Path(__file__).resolve().parents[2]
-PAGE = (REPO / "docs" / "rehearse-with-microsofts-mock.md").read_text()
+PAGE = (REPO / "docs" / "guide" / "rehearse-with-microsofts-mock.md").read_text()
 BIN = Path(sys.executable).parent
 
 

@@ -12,8 +12,8 @@ from tests.modules.harness import LiveFleet
 def fleet() -> Iterator[LiveFleet]:
     """6 VMs / 3 fault domains under platform maintenance at time scale 10, first event already out.
 
-    The notice lasts 90-102 s: at time scale 30 (30-34 s) a two-task play on a loaded CI machine outlasted it
-    once, the event started by itself and a refusal test read "already started" (stop 37)."""
+    The notice lasts 90-102 s, long enough that a two-task play on a loaded machine ends before the event starts
+    by itself (a refusal test would then read "already started": a timing, not the behaviour under test)."""
     yield from _live("platform-maintenance", time_scale=10.0)
 
 

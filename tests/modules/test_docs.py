@@ -20,8 +20,8 @@ MUST_MENTION = {
     "scheduled_events_state": ["content", "atomically", "0600"],
     "controller_lock": ["pid", "released", "localhost"],
 }
-# One ansible-doc process for every module, once as text and once as JSON (it was two per module: each one
-# starts Ansible, about a CPU-second), on one xdist worker.
+# One ansible-doc process for every module, once as text and once as JSON (each process starts Ansible, which
+# costs more than reading a module's docs), on one xdist worker.
 pytestmark = pytest.mark.xdist_group("module-docs")
 HEADER = re.compile(r"^> MODULE (?:\x1b\[[0-9;]*m)?(\S+?)(?:\x1b\[[0-9;]*m)? \(", re.M)
 

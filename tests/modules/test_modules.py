@@ -29,13 +29,13 @@ SCENARIO_EXPECTATIONS = {
 
 def read_vms(vms: List[str], listed: List[str]) -> List[str]:
     """A VM the event lists and one it does not (where the fleet has one): what tells the two apart is the same on
-    every other VM, and each host read costs a module run (all 44 VMs cost 60 CPU-seconds)."""
+    every other VM, and each host read costs a module run (docs/lab/benchmarks.md, the test suite's cost)."""
     return [next(vm for vm in vms if vm in listed)] + [vm for vm in vms if vm not in listed][:1]
 
 
 def test_info_reads_every_scenario_type(tmp_path: Path) -> None:
-    """Every scenario's fleet at once, read by one ansible-playbook run (one run per scenario cost 12 CPU-seconds
-    each): the inventory names each VM by its scenario, the module names it by its compute metadata."""
+    """Every scenario's fleet at once, read by one ansible-playbook run (each run starts Ansible again): the
+    inventory names each VM by its scenario, the module names it by its compute metadata."""
     fleets = {scenario: LiveFleet(scenario, time_scale=expected[3], simulate_impact=False)
               for scenario, expected in SCENARIO_EXPECTATIONS.items()}
     try:

@@ -36,7 +36,7 @@ from tests.live_fleet import LiveFleet
 from tests.timing import epoch, wait_for
 
 TOKEN = b"relay-test-token-0123456789"   # the controller's shared secret; each relay signs with its own key
-SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "observation.schema.json").read_text())
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "reference" / "observation.schema.json").read_text())
 PLAIN_PYTHON = getattr(sys, "_base_executable", sys.executable)  # no Ansible installed there
 
 

@@ -1,4 +1,4 @@
-"""The fault model with half the fleet on the control-plane transport (docs/control-plane.md).
+"""The fault model with half the fleet on the control-plane transport (docs/guide/control-plane.md).
 
 Every other VM is read from the run's one Resource Graph read and approved with a Microsoft.Maintenance acknowledge,
 through the same pure functions the control-plane host uses (control_plane/graph_read.py, host_read.py), the rest through
@@ -196,7 +196,7 @@ def control_plane_run(seed: int, faults: Faults, back: float, period_s: int, hou
 
 
 DELIVERY_S = (1.0, 90.0)  # Event Grid and Service Bus: a delivery's delay, drawn (an assumption; none published)
-FALLBACK_S = 900  # a scheduled cycle over every host besides the rulebook, as docs/control-plane.md asks
+FALLBACK_S = 900  # a scheduled cycle over every host besides the rulebook, as docs/guide/control-plane.md asks
 STEP_S = 10  # how often the model's queue is looked at
 EVENT_GRID_FAULTS = {"none": (0.0, 0.0), "everything fails sometimes": (0.05, 0.05)}  # (missed, delivered twice)
 

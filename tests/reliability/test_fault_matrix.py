@@ -4,7 +4,7 @@ One fleet, one VM per case, each VM with its own Reboot event listing only itsel
 `cycle` run over all of them with the history callback on. Every case must end in success
 (after retries where the fault was transient) or in one clear sentence on that host: no
 traceback, no approval of its event, no state written, nothing recorded that was not observed.
-The table of outcomes is written to docs/fault-matrix.md by this test.
+The table of outcomes is written to docs/lab/fault-matrix.md by this test.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from tests.history.history_helpers import capture_env, read_history
 
 # Module-scoped fixtures: one xdist worker runs this file (`--dist loadgroup`), so they are built once.
 pytestmark = pytest.mark.xdist_group("fault-matrix")
-TABLE = Path(__file__).resolve().parents[2] / "docs" / "fault-matrix.md"
+TABLE = Path(__file__).resolve().parents[2] / "docs" / "lab" / "fault-matrix.md"
 FATAL = re.compile(r"^fatal: \[([^\]]+)\]: FAILED! => (\{.*\})$", re.M)
 # Short budgets so that timeouts are quick: 1 s per answer, 3 s for the first one, 2 retries. Every VM is in
 # fault domain 0 of one set, and a VM whose read fails holds an unknown fault domain (fail closed: it blocks

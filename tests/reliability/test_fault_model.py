@@ -84,8 +84,8 @@ def test_a_vm_deleted_by_its_own_eviction_is_in_no_fault_domain_for_the_judge() 
 
 
 def test_a_drain_merely_begun_licenses_no_event_to_join_its_domain() -> None:
-    """Seed 29 of make invariant-mutants with the rule reverted (the first of 749 fleet-days to fail, at 1c73b9a with
-    kills while prepare tasks run): a run killed after its write-ahead and before its drain left fault domain 0 begun
+    """Seed 29 of make invariant-mutants with the rule reverted (kills while prepare tasks run; where it came from:
+    docs/lab/reliability.md): a run killed after its write-ahead and before its drain left fault domain 0 begun
     only; with domain 1 in maintenance, the next cycle let an event of domain 0 join it as if it were drained."""
     run = simulate(29, FAULTS["kills and lost hosts"], 60, fleet="one set")
     assert run.verdict.problems == [], json.dumps(run.verdict.problems[:4], indent=1, default=str)
@@ -102,10 +102,10 @@ def test_a_hardware_failure_that_begins_after_a_runs_drains_is_not_that_runs_doi
 
 
 def test_a_hardware_failure_that_appears_between_a_runs_drains_is_not_that_runs_doing() -> None:
-    """Seed 76 of the 10,000-fleet-day run at 1ffb6e1, no faults: a run planned with no fault domain in maintenance
+    """Seed 76 of a 10,000-fleet-day run (docs/lab/reliability.md), no faults: a run planned with no fault domain in maintenance
     and drained fault domain 0 for a Reboot; between its two drains, a hardware failure appeared Started on fault
-    domain 2. No read of the run could show it, yet the judge counted it as the last drain left the domains (on 11
-    fleet-days of seed 76). The judge now leaves out, for a run's drains, events that appeared after it planned."""
+    domain 2. No read of the run could show it, yet the judge counted it as the last drain left the domains. The
+    judge now leaves out, for a run's drains, events that appeared after it planned."""
     run = simulate(76, FAULTS["none"], 300, fleet="one set")
     assert run.verdict.problems == [], json.dumps(run.verdict.problems[:4], indent=1, default=str)
 

@@ -47,8 +47,8 @@ def test_a_torn_line_is_run_again_and_another_code_version_starts_afresh(tmp_pat
 
 
 def test_the_fleet_days_that_failed_in_an_old_journal_run_again_under_this_code(tmp_path: Path) -> None:
-    """Seed 76 failed 11 fleet-days at 1ffb6e1 on a false alarm of the judge, fixed since: only the failed fleet-days
-    of the old journal run again, and this code keeps them clean."""
+    """Seed 76's fleet-days failed in an old journal on a false alarm of the judge, fixed since: only the failed
+    fleet-days of the old journal run again, and this code keeps them clean."""
     old = tmp_path / "old.jsonl"
     old.write_text('{"combo": [0, "one set", "none", 300], "problems": []}\n'
                    '{"combo": [76, "one set", "none", 300], "problems": ["over_the_limit: ..."]}\n'

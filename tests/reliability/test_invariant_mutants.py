@@ -25,11 +25,11 @@ def test_each_mutant_run_on_one_kind_of_fleet_day_is_a_mutant() -> None:
 
 
 def test_docs_list_the_mutants_the_tool_runs_in_its_order() -> None:
-    """docs/reliability.md lists what `make invariant-mutants` reverts: a mutant added, renamed or dropped in the
+    """docs/lab/reliability.md lists what `make invariant-mutants` reverts: a mutant added, renamed or dropped in the
     tool and not in the page (or the other way) would make the page's \"22 of 22\" speak of another set."""
-    page = (REPO / "docs" / "reliability.md").read_text()
+    page = (REPO / "docs" / "lab" / "reliability.md").read_text()
     marker = "The mutants `make invariant-mutants` runs today"
-    assert marker in page, f"docs/reliability.md no longer introduces its list of mutants with {marker!r}"
+    assert marker in page, f"docs/lab/reliability.md no longer introduces its list of mutants with {marker!r}"
     listed = page.split(marker, 1)[1].split("\n\n", 2)[1]
     assert [line[2:] for line in listed.splitlines() if line.startswith("- ")] == list(MUTATIONS)
     assert f"**{len(MUTATIONS)} of {len(MUTATIONS)} caught**" in page, "the page's count is of another set of mutants"

@@ -47,8 +47,8 @@ def test_a_scenario_off_a_published_figure_is_told_which(raw: dict, topic: str) 
 
 
 def test_the_simulator_docs_carry_the_calibration_table_as_the_code_computes_it() -> None:
-    assert calibration.table() in (REPO / "docs" / "simulator.md").read_text(), (
-        "docs/simulator.md's calibration table is stale: paste `python -m imds_simulator.calibration` into it")
+    assert calibration.table() in (REPO / "docs" / "reference" / "simulator.md").read_text(), (
+        "docs/reference/simulator.md's calibration table is stale: paste `python -m imds_simulator.calibration` into it")
 
 
 def test_a_fleet_2026_fortnight_meets_the_published_figures_through_the_analysis(tmp_path: Path) -> None:

@@ -1186,7 +1186,7 @@ def test_generated_incarnations_follow_the_rules(generated: List[Dict[str, Any]]
 # --------------------------------------------------------------------------- Microsoft's mock server
 
 def test_mock_server_mode_plays_what_a_client_can_tell_of_microsofts_mock(start_simulator: Any) -> None:
-    """docs/rehearse-with-microsofts-mock.md: one VM named vmss_vm1 at the root, no compute metadata (an HTML 404, as
+    """docs/guide/rehearse-with-microsofts-mock.md: one VM named vmss_vm1 at the root, no compute metadata (an HTML 404, as
     Flask answers), lower-case EventIds, NotBefore in ISO 8601 with a Z; the rest is the simulator's, as strict."""
     sim = start_simulator("--mock-server", "--scenario", "user-reboot", "--time-scale", "60")
     root = sim.base_url

@@ -19,7 +19,7 @@ from imds_simulator.offline import GenerateOptions, generate
 from tools.soak import busier_fleet_mix
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA = json.loads((REPO / "docs" / "observation.schema.json").read_text())
+SCHEMA = json.loads((REPO / "docs" / "reference" / "observation.schema.json").read_text())
 T0 = datetime(2026, 1, 5, tzinfo=timezone.utc)
 
 

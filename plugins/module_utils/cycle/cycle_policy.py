@@ -7,7 +7,7 @@ The cycle's decisions, one concept per file of this folder: `views` (what the pl
 `fault_domains` (the fault-domain rule), `split_sets` (sets split over runs), this file (the plan: prepares,
 approvals, recovers), `transition` (what a host saves at each step). The role is a linear shell around them
 (through the `cycle` filters); the safety-invariant tests drive the very same functions against the simulator.
-Rules (docs/safety-rules.md states them for users):
+Rules (docs/reference/safety-rules.md states them for users):
 
 - The plan covers every host of the target, read or not. What it cannot see
   counts as busy, never as free: a host without a fresh read, held by another

@@ -2,7 +2,7 @@
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one way a history file is appended to: by the scheduled_events_history callback on the controller and by
-the relay on a VM (docs/history.md).
+the relay on a VM (docs/guide/history.md).
 
 Whole lines, with one write each, under an exclusive flock on the file (concurrent runs share one history),
 waited for at most `lock_timeout` seconds. A line torn by a killed writer is ended before the next record, so it

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""History records (docs/observation-schema.md) from module results: pure, no I/O.
+"""History records (docs/reference/observation-schema.md) from module results: pure, no I/O.
 
 Shared by the scheduled_events_history callback (live capture) and by the analysis
 loaders that rebuild a history from AWX job events or ansible-runner artifacts.

@@ -7,7 +7,7 @@ The event relay on each VM and the history callback on the controller write thei
 `.prom` file that node_exporter (`--collector.textfile.directory`) serves with the machine's own
 metrics: the convention for machine-level and batch-job metrics, with no port of our own to open.
 Names and units follow Prometheus practice (base units, `_total` for counters, `_seconds` for
-times); docs/metrics.md lists every metric.
+times); docs/reference/metrics.md lists every metric.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The event relay's Prometheus metrics (docs/metrics.md): what one VM's relay knows, as families; pure.
+"""The event relay's Prometheus metrics (docs/reference/metrics.md): what one VM's relay knows, as families; pure.
 
 Per VM, so every series describes this VM only: events are those whose Resources list it (every VM of a
 set sees the set's events; counting them on each VM would raise one alert per VM of the set). Label values

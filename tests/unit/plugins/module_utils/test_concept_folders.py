@@ -1,4 +1,4 @@
-"""module_utils is a folder per concept, and each folder imports only folders below it (docs/development.md).
+"""module_utils is a folder per concept, and each folder imports only folders below it (docs/guide/development.md).
 
 A newcomer changing a rule finds it in its concept's folder; an import that points up the ladder (the IMDS
 document importing the cycle, say) would tie a lower concept to a higher one, so this test names it."""
