@@ -28,7 +28,9 @@ def test_read_from_resource_graph_then_acknowledge_and_the_vms_see_it_started(tm
                       control_plane_tokens={"t-operator": [CONTRIBUTOR], "t-reader": ["Reader"]},
                       control_plane_clients={"operator-app": {"secret": "operator-secret", "token": "t-operator"},
                                              "reader-app": {"secret": "reader-secret", "token": "t-reader"}},
-                      control_plane_identities={"avset-web-vm0": {"system": "t-operator"}})
+                      # AZURE_CLIENT_ID (the principal's, below) names the managed identity too, as azure.azcollection
+                      # reads it: the controller's VM has one of that client id, beside its system-assigned one
+                      control_plane_identities={"avset-web-vm0": {"system": "t-operator", "operator-app": "t-operator"}})
     try:
         # At time scale 10: 180 s of notice (a loaded machine's play must not outlast it, or the event starts by
         # itself), Started for 180 s (past the playbook's last read)
