@@ -109,7 +109,7 @@ options:
   lock_owner:
     description:
       - This run's lock owner name, when it holds the VM's lock (C(<state_path>.lock)); see O(state_path).
-      - Windows VMs keep no VM lock: there the task warns and records the approval without one.
+      - Windows VMs keep no VM lock, so there the task warns and records the approval without one.
     type: str
   lease_seconds:
     description:
