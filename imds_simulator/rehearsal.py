@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 from .fleet import VM
 from .offline import write_description
 
-# The role's maintenance_cycle_prepare_anyway_seconds default (plugins/module_utils/cycle/cycle_policy.py; the
+# The role's maintenance_cycle_prepare_anyway_seconds default (plugins/module_utils/cycle/plan.py; the
 # simulator installs without the collection, so a test keeps the two equal). Azure's notices are compressed by the
 # time scale while NotBefore stays on the wall clock, so the rehearsal divides it too, or a deferred event would
 # never be prepared before NotBefore.

@@ -15,7 +15,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.prometheus_text import render
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay_metrics import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.metrics import (
     RelayCounters,
     relay_families,
 )

@@ -67,9 +67,9 @@ def test_the_simulator_plays_the_same_types_as_the_collection_knows() -> None:
 
 
 def test_the_roles_policy_is_the_cycles_policy_under_the_same_names_with_the_same_defaults() -> None:
-    """DEFAULT_POLICY (cycle/cycle_policy.py) is the home: the role passes each setting from the variable of the
+    """DEFAULT_POLICY (cycle/plan.py) is the home: the role passes each setting from the variable of the
     same name (prepare_configured excepted: it is whether prepare tasks are given), defaulting to the same value."""
-    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import DEFAULT_POLICY
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.plan import DEFAULT_POLICY
     role = REPO / "roles" / "maintenance_cycle"
     passed = yaml.safe_load((role / "vars" / "main.yml").read_text())["maintenance_cycle_policy"]
     defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
@@ -101,14 +101,14 @@ def _spelled(value: Any) -> Any:
 
 def _policy_variables() -> Iterator[Tuple[str, str]]:
     """(policy key, role variable) of every setting a user sets (prepare_configured is whether tasks are given)."""
-    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import DEFAULT_POLICY
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.plan import DEFAULT_POLICY
     for key in DEFAULT_POLICY:
         if key != "prepare_configured":
             yield key, f"maintenance_cycle_{key}"
 
 
 def test_the_role_argument_spec_documents_every_policy_setting_with_its_default() -> None:
-    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import DEFAULT_POLICY
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.plan import DEFAULT_POLICY
     specs = yaml.safe_load((REPO / "roles/maintenance_cycle/meta/argument_specs.yml").read_text())["argument_specs"]
     for entry in ("main", "query"):
         options = specs[entry]["options"]
@@ -118,7 +118,7 @@ def test_the_role_argument_spec_documents_every_policy_setting_with_its_default(
 
 
 def test_the_readme_table_and_the_awx_surveys_give_each_policy_setting_its_default() -> None:
-    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import DEFAULT_POLICY
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.plan import DEFAULT_POLICY
     readme = (REPO / "README.md").read_text()
     rows = dict(re.findall(r"^\| `(maintenance_cycle_\w+)` \| ([^|]+?) \|", readme, re.M))
     surveys = [(path.name, item) for path in sorted((REPO / "awx/surveys").glob("*.json"))

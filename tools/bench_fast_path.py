@@ -63,7 +63,7 @@ class Sink:
 
 
 def relays(work: Path, fleet: LiveFleet, sink: Sink) -> List[Relay]:
-    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import relay_key  # staged
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.protocol import relay_key  # staged
     made = []
     for vm in fleet.vms:
         base = work / "relays" / vm

@@ -9,17 +9,17 @@ lists a host that failed its prepare), so it is reverted together with that chec
 (before the approval), once a mutant here, is no longer one: the write-ahead before the prepare tasks now carries
 what it protected (a drain owes its recover whatever happens next); it still records news and marks prepares done.
 Rules the model cannot tell apart by what happens to the VMs are held by unit tests instead (tests/unit/plugins/
-module_utils/cycle/test_cycle_policy.py): a blind host holds its domain (every VM of a set sees the set's events, so
+module_utils/cycle/test_plan.py): a blind host holds its domain (every VM of a set sees the set's events, so
 another VM's read already shows the domain busy), ambiguous names (the simulator's VM names are unique), and
 that a drain made late licenses no other event to join its fault domain (the domain is drained already, so by the
 model's measure, the README's, joining it adds no fault domain in maintenance; the rule keeps another event from
 taking it down before NotBefore, which a unit test holds), and that an event spanning beyond the limit is not
 admitted as alone beside another such event (the plan can only mistake it for alone when its domains include all the
 other's, so the two together take down no domain the second would not take alone; the rule keeps it waiting until
-the first is over, which test_fault_domains.py and test_cycle_policy.py hold; the model's runs rarely reach that case,
+the first is over, which test_fault_domains.py and test_plan.py hold; the model's runs rarely reach that case,
 docs/lab/reliability.md has the runs). A unit test holds one more such rule, that an approved event still shown
 Scheduled holds its fault domain: the model's runs always have prepare tasks, so a drain record holds that domain
-too; without prepare tasks only the approval does (test_cycle_policy.py's regression test).
+too; without prepare tasks only the approval does (test_plan.py's regression test).
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from typing import Dict, List, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
 CYCLE = "plugins/module_utils/cycle"
-POLICY = f"{CYCLE}/cycle_policy.py"
+POLICY = f"{CYCLE}/plan.py"
 VIEWS = f"{CYCLE}/views.py"
 FAULT_DOMAINS = f"{CYCLE}/fault_domains.py"
 TRANSITION = f"{CYCLE}/transition.py"

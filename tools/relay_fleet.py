@@ -32,7 +32,7 @@ from tools.stage_collection import stage  # noqa: E402
 
 PLAIN_PYTHON = getattr(sys, "_base_executable", sys.executable)  # the relays need no Ansible
 TOKEN = b"relay-fleet-token-0123456789abcdef"
-RELAY = "ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay_program"
+RELAY = "ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.program"
 Wait = Callable[..., Any]  # tests.timing.wait_for(predicate, timeout, what, interval=...)
 
 
@@ -213,7 +213,7 @@ class Relay:
 
 
 def make_relay(work: Path, fleet: LiveFleet, bench: CycleBench, vm: str, port: int) -> Relay:
-    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import relay_key  # staged by now
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.protocol import relay_key  # staged by now
     base = work / "relays" / vm
     base.mkdir(parents=True, exist_ok=True)
     token = base / "token"

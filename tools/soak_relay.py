@@ -85,7 +85,7 @@ def figures(run: RelayFleet, started: float, arrivals_end: float, ended: float) 
     prepares = run.bench.actions("prepare")
     recovers = run.bench.actions("recover")
     due = [e for e in events if started <= (epoch(e["appeared_at"]) or 0) <= arrivals_end]
-    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import (  # staged in main
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.plan import (  # staged in main
         DEFAULT_POLICY, prepare_wanted)
     missed = [f"{e['event_id'][:8]} ({e['event_type']}, {e['outcome']})" for e in due
               if e["event_id"].upper() not in seen]

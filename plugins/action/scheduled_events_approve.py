@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.approve_task import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.approve import (
     MUTUALLY_EXCLUSIVE,
     REQUIRED_ONE_OF,
     argument_spec,

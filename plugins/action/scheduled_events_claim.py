@@ -8,7 +8,7 @@ from __future__ import annotations
 from ansible_collections.azure_imds.scheduled_events.plugins.action.scheduled_events_info import (
     ActionModule as InfoAction,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.claim_task import argument_spec, run_claim
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.claim import argument_spec, run_claim
 
 
 class ActionModule(InfoAction):

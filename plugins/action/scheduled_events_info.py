@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.info_task import argument_spec, run_info
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.info import argument_spec, run_info
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.host_transport import HostTransportAction
 
 

@@ -14,7 +14,6 @@ from datetime import datetime, timezone
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle import (
-    cycle_policy,
     deleted,
     plan_table,
     run_name,
@@ -22,8 +21,9 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle 
     transition,
     views,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import state_text
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.errors import PolicyError
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.plan import confirm_approvals, plan_cycle, run_policy
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.state import state_text
 
 
 # The host fact in which the role notes each host's policy, as that host's variables give it (group vars may differ).
@@ -77,15 +77,15 @@ def _host_policies(hosts, hostvars):
 def cycle_plan(hosts, hostvars, policy=None, remembered=None, remembered_outside=None, target_hosts=None,
                remembered_deleting=None):
     inputs = dict((host, _host_input(hostvars, host, remembered or {}, remembered_deleting)) for host in hosts)
-    return _guard(cycle_policy.plan_cycle, inputs, dict(policy or {}), datetime.now(timezone.utc),
+    return _guard(plan_cycle, inputs, dict(policy or {}), datetime.now(timezone.utc),
                   _target_names(hostvars, target_hosts, remembered), dict(remembered_outside or {}),
                   _host_policies(hosts, hostvars))
 
 
 def run_policy_error(hosts, hostvars):
-    """'' when the hosts' own policies agree, else the one sentence that refuses the run (cycle_policy.run_policy)."""
+    """'' when the hosts' own policies agree, else the one sentence that refuses the run (cycle/plan.py's run_policy)."""
     try:
-        cycle_policy.run_policy(_host_policies(hosts, hostvars))
+        run_policy(_host_policies(hosts, hostvars))
     except PolicyError as exc:
         return str(exc)
     return ""
@@ -126,7 +126,7 @@ def cycle_plan_table(plan, hostvars, check_mode=False):
 
 
 def cycle_confirm(plan, alive_hosts):
-    return _guard(cycle_policy.confirm_approvals, plan, list(alive_hosts))
+    return _guard(confirm_approvals, plan, list(alive_hosts))
 
 
 def cycle_state(result, prepared_now=None, approved_now=None, recovered=None, failed=False):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import relay_key as _relay_key
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.protocol import relay_key as _relay_key
 
 
 def relay_key(secret, host):

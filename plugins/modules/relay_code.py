@@ -16,7 +16,7 @@ short_description: Install the event relay's code on a VM as one archive
 version_added: 0.1.0
 description:
   - Builds, on the control node, one zip archive of the event relay's code (the module_utils of this collection
-    that C(relay.relay_program) imports, transitively, each level of the package tree with an empty
+    that C(relay.program) imports, transitively, each level of the package tree with an empty
     C(__init__.py)) and copies it to O(dest) with M(ansible.builtin.copy).
   - Python imports from the archive when it is on C(PYTHONPATH); the relay needs nothing else of Ansible on the VM.
   - The archive's bytes depend only on the code (every member has the same fixed date), so installing the same
@@ -58,7 +58,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 modules:
-  description: The modules in the archive, as names under the collection's module_utils (C(relay.relay_program)).
+  description: The modules in the archive, as names under the collection's module_utils (C(relay.program)).
   returned: success
   type: list
   elements: str

@@ -103,7 +103,7 @@ request:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane_task import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane import (
     acknowledge_argument_spec,
     run_acknowledge,
     azure_edges,

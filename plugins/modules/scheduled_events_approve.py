@@ -203,7 +203,7 @@ started:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.approve_task import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.approve import (
     MUTUALLY_EXCLUSIVE,
     REQUIRED_ONE_OF,
     argument_spec,

@@ -185,7 +185,7 @@ control_plane_ended:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.claim_task import argument_spec, run_claim
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.claim import argument_spec, run_claim
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import run_module
 
 

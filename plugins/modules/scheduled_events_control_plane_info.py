@@ -117,7 +117,7 @@ lagging:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane_task import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane import (
     info_argument_spec,
     run_control_plane_info,
     azure_edges,

@@ -285,7 +285,7 @@ raw:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.info_task import argument_spec, run_info
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.info import argument_spec, run_info
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import run_module
 
 

@@ -124,7 +124,7 @@ lock:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.lock_task import argument_spec, run_lock
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.lock import argument_spec, run_lock
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import run_module
 
 

@@ -33,11 +33,11 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.contro
     ended_for,
     facts_for,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import load_state
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.host import Host, HostError
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.state import load_state
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.interface import Host, HostError
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.linux_vm import LocalFiles
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import read_text
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane_task import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane import (
     AzureEdges,
     acknowledge_argument_spec,
     arm_client_for,

@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action.normal import ActionModule as NormalAction
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.host import Host
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.interface import Host
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import TaskFailed
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.control_plane_host import (
     OPTION,

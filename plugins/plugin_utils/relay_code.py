@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The event relay's code as one archive: relay_program and what it imports from this collection, transitively.
+"""The event relay's code as one archive: relay/program.py and what it imports from this collection, transitively.
 
 Pure: the action plugin (plugins/action/relay_code.py) reads the files and copies the archive. One archive, not one
 file per module: the role installed about thirty files with a copy task each (two module calls a file, on every
@@ -16,7 +16,7 @@ import zipfile
 from typing import Callable, Dict, List, Mapping
 
 PACKAGE = "ansible_collections.azure_imds.scheduled_events.plugins.module_utils"
-ENTRY = "relay.relay_program"
+ENTRY = "relay.program"
 # A fixed date for every member, and no compression: the same code gives the same bytes on any control node (zlib
 # builds deflate differently), so a second install changes nothing; and the VM's Python needs no zlib to import it.
 _EPOCH = (1980, 1, 1, 0, 0, 0)
@@ -27,8 +27,8 @@ class RelayCodeError(ValueError):
 
 
 def imported(source: str, exists: Callable[[str], bool] = lambda path: True) -> List[str]:
-    """The module_utils this source imports, as names under PACKAGE ("relay.relay"), lazy imports included;
-    `from PACKAGE.relay import relay` names the module relay.relay when `exists` finds its file."""
+    """The module_utils this source imports, as names under PACKAGE ("relay.protocol"), lazy imports included;
+    `from PACKAGE.relay import protocol` names the module relay.protocol when `exists` finds its file."""
     names: List[str] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom):
@@ -47,7 +47,7 @@ def imported(source: str, exists: Callable[[str], bool] = lambda path: True) -> 
 
 
 def closure(read: Callable[[str], str], exists: Callable[[str], bool], entry: str = ENTRY) -> List[str]:
-    """The paths under module_utils ("relay/relay_program.py") of `entry` and all it imports, transitively;
+    """The paths under module_utils ("relay/program.py") of `entry` and all it imports, transitively;
     `read` gives a path's source, `exists` whether a module has one (a package folder has none)."""
     found: Dict[str, None] = {}
     todo = [entry]

@@ -27,8 +27,8 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.docume
     timeout_error,
     unreachable_error,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.host import Capabilities, StateUnreadable
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.imds_host import ImdsHost
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.interface import Capabilities, StateUnreadable
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.vm import ImdsHost
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
     TaskFailed,
     build_client,

@@ -77,8 +77,8 @@ def test_the_benchmarks_environment_lets_the_bench_derive_each_relays_key(tmp_pa
     importable there (make bench-reaction failed at start-up once the relays' keys came from relay_key)."""
     code = ("import sys; sys.path.insert(0, '.'); from pathlib import Path; from tools.relay_fleet import environment; "
             f"environment(Path({str(tmp_path / 'work')!r})); "
-            "from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import relay; "
-            "print(relay.__file__); print(relay.relay_key(b'0123456789abcdef', 'vm0').decode())")
+            "from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay import protocol; "
+            "print(protocol.__file__); print(protocol.relay_key(b'0123456789abcdef', 'vm0').decode())")
     run = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], capture_output=True,
                          text=True, timeout=120, check=False)
     assert run.returncode == 0, run.stderr[-2000:]

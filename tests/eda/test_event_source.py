@@ -17,7 +17,7 @@ from typing import List, Any, Dict, Optional, Tuple
 
 import pytest
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.protocol import (
     SIGNATURE_HEADER,
     VERSION,
     relay_key,
@@ -344,7 +344,7 @@ def test_refused_pushes_are_logged_rate_limited(tmp_path: Path, caplog: pytest.L
 
 
 def test_the_shipped_rulebook_tells_its_cycles_how_many_run_side_by_side() -> None:
-    """The cycle refuses hosts without a VM lock when cycles run side by side (cycle_policy): it must be told the
+    """The cycle refuses hosts without a VM lock when cycles run side by side (cycle/plan.py): it must be told the
     source's max_parallel_runs, the same expression on both sides."""
     import yaml
     from pathlib import Path
@@ -374,9 +374,9 @@ def test_a_done_report_says_which_hosts_were_read_quiet_and_which_were_taken_as_
 
 
 def test_the_source_imports_no_part_of_the_vm_program() -> None:
-    """The relay's program runs on the VMs; the controller's source shares the push protocol with it (relay.py,
+    """The relay's program runs on the VMs; the controller's source shares the push protocol with it (relay/protocol.py,
     key_file.py) and nothing else, so that a change to the VM program cannot break the source."""
     import ast
     imported = {node.module for node in ast.walk(ast.parse(SOURCE.read_text())) if isinstance(node, ast.ImportFrom)}
-    assert not [m for m in imported if m and m.endswith("relay.relay_program")]
+    assert not [m for m in imported if m and m.endswith("relay.program")]
     assert any(m and m.endswith("relay.key_file") for m in imported)

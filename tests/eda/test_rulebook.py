@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, List
 
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import SIGNATURE_HEADER, relay_key, sign
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.protocol import SIGNATURE_HEADER, relay_key, sign
 from imds_simulator.fleet import FleetSpec
 from tests.eda.rulebook_setup import RulebookSetup, listening
 from tests.integration.runner import CycleBench

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, Tuple
 
 from imds_simulator.fleet import FleetSpec
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import relay_key
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.protocol import relay_key
 from tests.eda.test_event_source import TOKEN, Source, load_source, started
 from tests.certificates import certificate_chain
 from tests.live_fleet import LiveFleet

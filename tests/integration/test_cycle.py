@@ -192,7 +192,7 @@ def test_the_cycle_on_a_schedule_walks_the_fault_domains_one_at_a_time_and_takes
 
 def test_without_prepare_tasks_only_user_events_and_short_freezes_are_approved_early(tmp_path: Path) -> None:
     """One cycle without prepare tasks over three events on three VMs (the rules, one by one, are unit tests
-    of cycle_policy): a User reboot and a 5-second Freeze are approved at once; a Platform reboot waits for
+    of cycle/plan.py): a User reboot and a 5-second Freeze are approved at once; a Platform reboot waits for
     NotBefore."""
     fleet = LiveFleet(None, time_scale=20.0, fleet=FleetSpec(vms=6, fault_domains=3))
     try:
@@ -495,7 +495,7 @@ def test_a_set_with_vms_outside_the_target_is_refused_loudly_unless_allowed(benc
 
 
 # The fault-domain limit deferring a second domain, and saying why: one proof over both transports,
-# tests/integration/test_control_plane_cycle.py (other limits: the unit tests of cycle_policy).
+# tests/integration/test_control_plane_cycle.py (other limits: the unit tests of cycle/plan.py).
 
 
 def test_a_host_left_alone_is_not_contacted_and_holds_its_remembered_fault_domain(tmp_path: Path) -> None:
@@ -506,7 +506,7 @@ def test_a_host_left_alone_is_not_contacted_and_holds_its_remembered_fault_domai
         away, neighbour = fleet.vms[0], fleet.vms[3]  # both in fault domain 0
         fleet.fault(away, {"kind": "drop", "count": -1, "path": "any", "method": "any"})  # any request breaks
         fleet.inject({"key": "fd0", "type": "Reboot", "notice_s": 900, "resources": {"names": [neighbour]}})
-        # (Not remembered, it would hold every fault domain of its set, its own too: test_cycle_policy.)
+        # (Not remembered, it would hold every fault domain of its set, its own too: test_plan.py.)
         run = bench.run(extra={"maintenance_cycle_leave_alone": [away]})
         assert run.returncode == 0 and "broke" not in run.stdout, "not contacted at all: " + run.stdout[-3000:]
         assert f"{away} was left alone" in run.stdout and "its last known fault domain (availability set" in run.stdout

@@ -282,7 +282,7 @@ def _event(event_id: str, vm: str, event_type: str, duration: int = -1, source: 
 
 
 def _plan(policy: Dict[str, Any]) -> Dict[str, Any]:
-    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import plan_cycle
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.plan import plan_cycle
     events = [_event("reboot", "vm0", "Reboot"), _event("short", "vm1", "Freeze", 5),
               _event("long", "vm2", "Freeze", 30), _event("user", "vm3", "Redeploy", source="User")]
     hosts = {}

@@ -24,8 +24,8 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 import yaml
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import relay_key
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay_program import RelayConfig
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.protocol import relay_key
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.program import RelayConfig
 from imds_simulator.fleet import FleetSpec
 from tests.conftest import COLLECTIONS_PATH
 from tests.integration.runner import RECAP, WINDOWS_DOUBLE
@@ -203,7 +203,7 @@ def _install(bench: RoleBench) -> None:
     unit = unit_file(unit_path.read_text())
     service = dict(unit["Service"])
     environment = [value for key, value in unit["Service"] if key == "Environment"]
-    assert service["ExecStart"] == f"{PLAIN_PYTHON} -m {PACKAGE}.relay.relay_program {config_dir / 'relay.json'}"
+    assert service["ExecStart"] == f"{PLAIN_PYTHON} -m {PACKAGE}.relay.program {config_dir / 'relay.json'}"
     assert f"PYTHONPATH={Path(paths['event_relay_prefix']) / 'lib' / 'relay.zip'}" in environment
     assert service["Restart"] == "always" and service["User"] == getpass.getuser()
     assert service["RestartPreventExitStatus"] == "2", "a configuration error is said once, not in a restart loop"

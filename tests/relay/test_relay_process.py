@@ -22,7 +22,7 @@ import jsonschema
 import pytest
 import yaml
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.protocol import (
     PushError,
     SIGNATURE_HEADER,
     VERSION,
@@ -95,7 +95,7 @@ class RelayBench:
     def start(self, preexec: Optional[Callable[[], None]] = None) -> None:
         env = dict(os.environ, PYTHONPATH=COLLECTIONS_PATH)
         self.process = subprocess.Popen(
-            [PLAIN_PYTHON, "-m", "ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay_program",
+            [PLAIN_PYTHON, "-m", "ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.program",
              str(self.config)], env=env, stderr=subprocess.PIPE, text=True, preexec_fn=preexec)
 
     def stop(self, how: int = signal.SIGTERM) -> str:

@@ -1,10 +1,10 @@
-"""The relay's files on the VM (relay_program.Spool and History), in-process on a temporary folder."""
+"""The relay's files on the VM (relay/program.py's Spool and History), in-process on a temporary folder."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay_program import History, Spool
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.program import History, Spool
 
 CHANGE = {"version": 1, "kind": "change", "host": "vm0", "quiet": False}
 BEAT = {"version": 1, "kind": "heartbeat", "host": "vm0", "quiet": True}

@@ -1,7 +1,7 @@
 """The whole-system fault model: the maintenance cycle over simulated fleets, judged by what happened to the VMs.
 
-The driver runs the real pure functions the role calls through its filters and modules (cycle_policy's
-plan_cycle, confirm_approvals and state_for_step; approval.plan_approval; cycle_state's load/with_approved, as
+The driver runs the real pure functions the role calls through its filters and modules (cycle/plan.py's
+plan_cycle, confirm_approvals and state_for_step; approval.plan_approval; cycle/state.py's load/with_approved, as
 scheduled_events_approve records an approval before its POST) in the role's order, against the simulator's engine
 in virtual time:
 
@@ -57,18 +57,18 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.
     refresh,
     release,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import confirm_approvals, plan_cycle
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.plan import confirm_approvals, plan_cycle
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.errors import PolicyError
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.split_sets import outside_vms
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.views import DELETED, host_views
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.vm_memory import update
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.transition import AFTER_RECOVER, BEFORE_PREPARE, PREPARED, state_for_step
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.state import (
     empty_state,
     with_approved,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import annotate, parse_document
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.info_task import _quiet
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.info import _quiet
 from imds_simulator import scenario as sc
 from imds_simulator.engine import Engine, EngineOptions
 from imds_simulator.fleet import FleetSpec, build_fleet
@@ -395,7 +395,7 @@ class FleetRun:
 
     @staticmethod
     def quiet(result: Dict[str, Any]) -> bool:
-        """scheduled_events_claim's quiet (info_task's own rule): the cycle ends such a host after its read."""
+        """scheduled_events_claim's quiet (tasks/info.py's own rule): the cycle ends such a host after its read."""
         return _quiet(result, result["state"], result["state_status"])
 
     def cycle(self, at: datetime) -> None:

@@ -16,7 +16,7 @@ event_grid_run drives the same fleet from Event Grid instead of a schedule (the 
 rulebook): each status change delivered after a drawn delay (so a Completed may come before its Started), some
 delivered twice, some never (the faulty runs), each through the event_grid_hosts filter's own functions (a repeat
 starts nothing) into a cycle on every expected host, whose Resource Graph read waits until it shows the notified
-event (control_plane_task.read_catching_up, the module's own wait); a cycle over every host every
+event (tasks/control_plane.py's read_catching_up, the module's own wait); a cycle over every host every
 FALLBACK_S, as the docs ask, catches what was never delivered.
 """
 from __future__ import annotations
@@ -44,13 +44,13 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.contro
     facts_for,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.wake_up import hosts_to_wake
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.state import (
     empty_state,
     with_approved,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.approval import plan_approval
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import annotate, iso_utc
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane_task import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane import (
     info_argument_spec,
     read_catching_up,
     resource_groups,

@@ -28,7 +28,7 @@ from datetime import timedelta
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.fleet_view import FleetView, ViewSettings
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.protocol import (
     PushError,
     RelaySettings,
     Tracker,

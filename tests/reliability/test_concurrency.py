@@ -14,7 +14,7 @@ from typing import Dict, Iterator, List
 import pytest
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.cycle_lock import lock_text
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import load_state
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.state import load_state
 from tests.integration.runner import CycleBench, PlaybookRun
 from tests.live_fleet import SMALL_SET, LiveFleet
 from tests.history.history_helpers import capture_env, read_history

@@ -8,7 +8,7 @@ import signal
 import time
 from pathlib import Path
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import load_state
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.state import load_state
 from tests.integration.runner import CycleBench
 from tests.live_fleet import SMALL_SET, LiveFleet
 from tests.history.history_helpers import capture_env, read_history

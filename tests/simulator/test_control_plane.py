@@ -245,7 +245,7 @@ def test_regression_a_read_cut_at_resource_graphs_page_limit_is_read_to_its_end_
     page as the whole table, so the events on later pages (a VM's Started event among them) were not in the read:
     that VM was read as quiet and its fault domain free. Pages of two rows here, as 1,000 are in Azure."""
     from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_map import host_index
-    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane_task import (
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane import (
         read_control_plane)
     fleet = paged_fleet(graph_page_rows=2, graph_quota=0)
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import List
 
 import pytest
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import DEFAULT_POLICY
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.plan import DEFAULT_POLICY
 
 import event_analysis as ea
 from imds_simulator import rehearsal

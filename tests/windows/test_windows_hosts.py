@@ -206,7 +206,7 @@ def deadline_removed(fleet: LiveFleet, event_id: str, timeout: float = 120.0) ->
 def test_a_state_file_on_windows_that_is_not_text_is_left_alone_and_reported_as_busy(mixed: CycleBench) -> None:
     """Not a first cycle: the file may owe recovers, so the warning says the VM counts as busy and how to move the
     file aside (check mode: the file and the approvals are untouched whatever the code; the busy rule itself is
-    test_cycle_policy's test_regression_a_damaged_state_is_kept_and_its_host_is_busy)."""
+    test_plan.py's test_regression_a_damaged_state_is_kept_and_its_host_is_busy)."""
     host = sorted(mixed.windows)[0]
     path = mixed.state_path(host)
     path.parent.mkdir(parents=True)

@@ -6,13 +6,13 @@
 A fault domain is in maintenance while one of its hosts is in a Started or approved event (or one of a status
 this code does not know) or has begun a prepare not yet recovered. An event is admitted when it brings no new
 fault domain, when the limit leaves room, or when nothing else is in maintenance; else it waits, until its
-NotBefore is near (then it is prepared late). cycle_policy.plan_cycle applies it event by event."""
+NotBefore is near (then it is prepared late). plan.plan_cycle applies it event by event."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.state import (
     PREPARE_DONE,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.views import (

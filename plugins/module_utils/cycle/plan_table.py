@@ -69,7 +69,7 @@ def plan_table(plan, seen=None, check_mode=False, approved_before=None):
     """[lines]: the heading, the aligned rows of the hosts with news, what waits and why, and the quiet count; none
     when every host is quiet, outside check mode.
 
-    `plan` is cycle_policy.plan_cycle's; `seen` is {host: [event ids its read shows listing its VM]};
+    `plan` is plan.plan_cycle's; `seen` is {host: [event ids its read shows listing its VM]};
     `approved_before` {host: [ids of those still Scheduled that its saved state says were approved]}."""
     seen = seen or {}
     approved_before = approved_before or {}

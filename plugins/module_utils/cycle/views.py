@@ -4,13 +4,13 @@
 """What the plan knows of each host: its read, its status, its fault domain, what it owes; pure, no I/O.
 
 Only a FRESH host is seen well enough to plan for; every other status holds its fault domain
-(cycle_policy's rules: what the plan cannot see or trust is busy, never free)."""
+(plan.py's rules: what the plan cannot see or trust is busy, never free)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.state import (
     state_problem,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.deleted import (

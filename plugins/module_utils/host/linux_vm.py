@@ -11,8 +11,8 @@ import os
 
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.host import StateUnreadable
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.imds_host import ImdsHost
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.interface import StateUnreadable
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.vm import ImdsHost
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import (
     replace_file,
     update_under_guard,

@@ -14,7 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import lists
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.protocol import lists
 
 DEFAULT_TYPES = ("Preempt", "Terminate")
 KEPT_IDS = 200  # the ids the relay remembers having acted on (a VM sees a handful of such events in its life)

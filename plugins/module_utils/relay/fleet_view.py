@@ -26,7 +26,7 @@ reading the whole set: several cycles for one event where one, a second later, c
 News on hosts that no running cycle covers starts another cycle at once (up to `max_parallel_runs`): an
 event must not wait out a cycle busy with another one, since a Preempt gives 30 seconds. That is safe
 because every cycle covers every host with work, the running cycles' hosts too, and the VM locks make a
-host another cycle holds count as in maintenance (HELD in cycle_policy.py), so its fault domain blocks
+host another cycle holds count as in maintenance (HELD in plan.py), so its fault domain blocks
 the others of its set. News on hosts a running cycle covers is kept and coalesced into the next cycle
 after those end; a cycle that never reports done gives its news back. While any host has work and no
 cycle runs, a cycle also runs every `rerun_seconds`, news or not: deferred hosts, "prepare anyway"
@@ -48,7 +48,7 @@ __metaclass__ = type
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.protocol import (
     CHANGE,
     MAX_CLOCK_SKEW_SECONDS,
     document_key,

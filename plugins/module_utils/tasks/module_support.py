@@ -5,7 +5,7 @@
 
 A module task runs as a Python module on a Linux VM, or in the action plugin on the controller for a Windows VM or
 a host read through the control plane. Each calls the same `run_*(params, host, check_mode, diff_mode)`; only the
-host (host/host.py) differs.
+host (host/interface.py) differs.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -29,7 +29,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.docume
     ImdsClient,
     ImdsError,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.host import HOST_ERRORS
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.interface import HOST_ERRORS
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.linux_vm import LinuxVm
 
 IMDS_ARGUMENT_SPEC = dict(

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The cycle's state saved on its host (host/host.py): one checked, atomic write (see cycle_state for its content),
+"""The cycle's state saved on its host (host/interface.py): one checked, atomic write (see cycle/state.py for its content),
 under this run's lease lock when the run holds one: the lock is renewed (or released) in the same step, so a run
 whose lease ran out and was taken over saves nothing, and a cycle needs no separate module call for either."""
 
@@ -17,8 +17,8 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.
     refresh,
     release,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import state_problem
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.host import StateUnreadable
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.state import state_problem
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.interface import StateUnreadable
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
     CONTROL_PLANE_OPTION,
     TaskFailed,
@@ -39,7 +39,7 @@ def argument_spec():
 
 
 def checked_content(content):
-    """`content` if it is a valid state (cycle_state) in JSON; TaskFailed otherwise: never write what the next
+    """`content` if it is a valid state (cycle/state.py) in JSON; TaskFailed otherwise: never write what the next
     cycle could not trust."""
     try:
         problem = state_problem(json.loads(content))

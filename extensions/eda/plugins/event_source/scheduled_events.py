@@ -28,7 +28,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.
     Run,
     ViewSettings,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import (  # noqa: E402
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.protocol import (  # noqa: E402
     MAX_PUSH_BYTES,
     SIGNATURE_HEADER,
     VERSION,

@@ -49,5 +49,5 @@ def test_no_folder_imports_one_above_it() -> None:
 
 def test_the_ladder_check_sees_an_upward_import(tmp_path: Path) -> None:
     upward = tmp_path / "events.py"
-    upward.write_text(f"from {PACKAGE}.cycle.cycle_policy import plan_cycle\n")
+    upward.write_text(f"from {PACKAGE}.cycle.plan import plan_cycle\n")
     assert imports_of(upward) == ["cycle"]

@@ -73,18 +73,18 @@ def test_bad_requests_fail_in_one_sentence_and_send_nothing(sim: Simulator, args
 
 def test_the_approval_is_on_record_in_the_state_before_the_post(sim: Simulator, reboot: str, tmp_path: Any) -> None:
     import json
-    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks import approve_task
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks import approve as task
 
     state_path = tmp_path / "state.json"
     seen_at_post = []
-    post = approve_task.record_approval
+    post = task.record_approval
 
     def spy(params: Dict[str, Any], ids: Any, edges: Any) -> None:
         post(params, ids, edges)
         seen_at_post.append(json.loads(state_path.read_text())["approved"])
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(approve_task, "record_approval", spy)
+        patch.setattr(task, "record_approval", spy)
         result = approve(sim, event_ids=[reboot], state_path=str(state_path))
     assert result["approved"] == [reboot] and seen_at_post == [[reboot]] and sim.engine.approvals
     assert json.loads(state_path.read_text())["approved"] == [reboot]

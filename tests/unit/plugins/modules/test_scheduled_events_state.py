@@ -12,7 +12,7 @@ from typing import Any, Dict
 import pytest
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.cycle_lock import lock_text
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import empty_state, state_text
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.state import empty_state, state_text
 from ansible_collections.azure_imds.scheduled_events.plugins.modules import scheduled_events_state
 
 from .module_runner import run

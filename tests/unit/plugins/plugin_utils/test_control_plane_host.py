@@ -10,8 +10,8 @@ import pytest
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_read import ControlPlaneBlind
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import iso_utc
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.claim_task import run_claim
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane_task import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.claim import run_claim
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane import (
     acknowledge_argument_spec,
     arm_client_for,
     read_control_plane,

@@ -24,9 +24,9 @@ ROOT = PACKAGE.replace(".", "/")
 
 
 def relay_imports() -> Set[str]:
-    """The oracle: relay_program and the module_utils it imports, transitively, as paths under module_utils."""
+    """The oracle: relay/program.py and the module_utils it imports, transitively, as paths under module_utils."""
     found: Set[str] = set()
-    todo = ["relay.relay_program"]
+    todo = ["relay.program"]
     while todo:
         name = todo.pop()
         if name in found:
@@ -47,7 +47,7 @@ def exists(path: str) -> bool:
     return (MODULE_UTILS / path).is_file()
 
 
-def test_the_closure_is_relay_program_and_all_it_imports() -> None:
+def test_the_closure_is_the_relay_program_and_all_it_imports() -> None:
     paths = closure(read, exists)
     assert set(paths) == relay_imports() and paths == sorted(paths) and len(paths) > 10
 
@@ -65,20 +65,20 @@ def test_imports_inside_functions_count_and_other_packages_do_not() -> None:
 
 
 def test_a_module_imported_from_its_package_is_found_and_a_relative_import_refused() -> None:
-    modules = {"relay/relay_metrics.py", "cycle/quiet.py"}
-    source = f"from {PACKAGE}.relay import relay_metrics\nfrom {PACKAGE} import cycle\nfrom {PACKAGE}.cycle import quiet\n"
-    assert sorted(imported(source, modules.__contains__)) == ["cycle.quiet", "relay.relay_metrics"]
+    modules = {"relay/metrics.py", "cycle/quiet.py"}
+    source = f"from {PACKAGE}.relay import metrics\nfrom {PACKAGE} import cycle\nfrom {PACKAGE}.cycle import quiet\n"
+    assert sorted(imported(source, modules.__contains__)) == ["cycle.quiet", "relay.metrics"]
     with pytest.raises(RelayCodeError, match=r"relative import \(from \.events\)"):
         imported("from .events import x\n", modules.__contains__)
 
 
 def test_the_archive_has_a_package_at_every_level_and_the_same_bytes_each_time() -> None:
-    files = {"relay/relay_program.py": b"X = 1\n", "document/events.py": b"Y = 2\n"}
+    files = {"relay/program.py": b"X = 1\n", "document/events.py": b"Y = 2\n"}
     first = archive(files)
     assert archive(dict(reversed(list(files.items())))) == first, "the same code, the same bytes: no change"
     with zipfile.ZipFile(BytesIO(first)) as bundle:
         members = {info.filename: info for info in bundle.infolist()}
-        assert bundle.read(f"{ROOT}/relay/relay_program.py") == b"X = 1\n"
+        assert bundle.read(f"{ROOT}/relay/program.py") == b"X = 1\n"
         inits = sorted(name for name in members if name.endswith("__init__.py"))
         assert all(bundle.read(name) == b"" for name in inits)
     assert inits == sorted(["ansible_collections/__init__.py", "ansible_collections/azure_imds/__init__.py",
@@ -95,8 +95,8 @@ def test_a_python_without_ansible_imports_the_relay_from_the_archive(tmp_path: P
     bundle = tmp_path / "relay.zip"
     bundle.write_bytes(archive({path: (MODULE_UTILS / path).read_bytes() for path in paths}))
     plain = getattr(sys, "_base_executable", sys.executable)  # no Ansible, no collection there
-    found = subprocess.run([plain, "-c", f"import {PACKAGE}.relay.relay_program as p; print(p.__file__)"],
+    found = subprocess.run([plain, "-c", f"import {PACKAGE}.relay.program as p; print(p.__file__)"],
                            env={"PYTHONPATH": str(bundle)}, capture_output=True, text=True, timeout=60,
                            check=False)
     assert found.returncode == 0, found.stderr
-    assert found.stdout.strip() == f"{bundle}/{ROOT}/relay/relay_program.py"
+    assert found.stdout.strip() == f"{bundle}/{ROOT}/relay/program.py"

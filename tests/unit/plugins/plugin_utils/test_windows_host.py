@@ -8,8 +8,8 @@ import json
 import pytest
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import MAX_BODY_BYTES, ImdsError
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.host import StateUnreadable
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.lock_task import argument_spec, run_lock
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.interface import StateUnreadable
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.lock import argument_spec, run_lock
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.windows_host import (
     WindowsVm,
     answer_of,

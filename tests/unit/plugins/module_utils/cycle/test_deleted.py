@@ -5,7 +5,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import plan_cycle
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.plan import plan_cycle
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.deleted import (
     DELETED_AFTER_S,
     own_delete_started,

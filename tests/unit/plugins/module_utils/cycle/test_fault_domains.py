@@ -1,5 +1,5 @@
 """The fault-domain rule (module_utils/cycle/fault_domains.py) on its own: which domains are in maintenance, and
-whether an event may join them. The plan's use of it, event by event, is in test_cycle_policy.py."""
+whether an event may join them. The plan's use of it, event by event, is in test_plan.py."""
 from __future__ import annotations
 
 from typing import Any, Dict, Optional, Set

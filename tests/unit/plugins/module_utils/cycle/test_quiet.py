@@ -8,8 +8,8 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.quiet import is_quiet, owes_work
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import is_quiet as relay_quiet
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.info_task import _quiet as info_quiet
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.protocol import is_quiet as relay_quiet
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.info import _quiet as info_quiet
 
 SAVED = {"version": 2, "document_incarnation": 1, "approved": [], "events": [{"event_id": "E1"}]}
 

@@ -14,7 +14,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.docume
     requested_ids,
     stale_events,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.approve_task import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.approve import (
     argument_spec,
     run_approve,
     wait_until_started,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.host import StateUnreadable
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.interface import StateUnreadable
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.linux_vm import LinuxVm
 
 

@@ -17,7 +17,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.
     refresh,
     release,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.host import Capabilities, Host
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.interface import Capabilities, Host
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import lock_step
 
 NOW = datetime(2026, 11, 22, 3, 0, 0, tzinfo=timezone.utc)

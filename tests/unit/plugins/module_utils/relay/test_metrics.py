@@ -1,4 +1,4 @@
-"""The relay's Prometheus textfile (relay_metrics.py, prometheus_text.py), read back with the Prometheus client
+"""The relay's Prometheus textfile (metrics.py, prometheus_text.py), read back with the Prometheus client
 library's own parser."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.prometheus_text import Family, render
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay_metrics import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.metrics import (
     RelayCounters,
     relay_families,
 )

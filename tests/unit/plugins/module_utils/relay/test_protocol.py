@@ -1,11 +1,11 @@
-"""The relay's decisions (relay.py): what a poll means, what is pushed, how a push is signed and checked."""
+"""The relay's decisions (relay/protocol.py): what a poll means, what is pushed, how a push is signed and checked."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.protocol import (
     CHANGE,
     HEARTBEAT,
     PushError,

@@ -1,4 +1,4 @@
-"""The cycle's decisions (module_utils/cycle/cycle_policy.py), rule by rule, in milliseconds.
+"""The cycle's decisions (module_utils/cycle/plan.py), rule by rule, in milliseconds.
 
 Each `test_regression_*` reproduces a defect an independent review found on the cycle before the
 pure state machine; it fails on that code and passes now.
@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import confirm_approvals, plan_cycle
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.plan import confirm_approvals, plan_cycle
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.errors import PolicyError
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.transition import (
     AFTER_RECOVER,
@@ -20,7 +20,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.
     state_for_step,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.views import UNKNOWN_DOMAIN, UNSEEN_DOMAIN, domain_key
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.state import (
     event_record,
     load_state,
     state_text,
@@ -804,7 +804,7 @@ def test_regression_a_groups_policy_is_not_decided_by_another_groups_host() -> N
     """Group db leaves Reboots to NotBefore, group web does not. The plan ran once, with the first host's policy:
     a run whose first host with work was a web VM approved db's user Reboot early. Now each host's own policy is
     given and settings that differ between the hosts of one run refuse it, naming setting, hosts, values and fix."""
-    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import run_policy
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.plan import run_policy
     web, db = event("U1", ["web0"], source="User"), event("E1", ["db0"], source="User")
     hosts = {"web0": {"result": result("web0", 0, [web]), "availability_set": "web"},
              "db0": {"result": result("db0", 0, [db]), "availability_set": "db"}}
@@ -827,7 +827,7 @@ def test_regression_a_groups_policy_is_not_decided_by_another_groups_host() -> N
 
 
 def test_each_differing_setting_is_named_with_its_variable_and_unset_means_the_default() -> None:
-    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_policy import run_policy
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.plan import run_policy
     with pytest.raises(PolicyError, match=r"^maintenance_cycle_max_fault_domains_in_maintenance differs between hosts "
                                           r"of this run \(a, b, c and 1 more: 1; e: 2\)"):
         run_policy({"a": {}, "b": {}, "c": {"max_fault_domains_in_maintenance": 1}, "d": {}, "e": {

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""scheduled_events_claim's behaviour, whichever host it runs for (host/host.py).
+"""scheduled_events_claim's behaviour, whichever host it runs for (host/interface.py).
 
 A maintenance cycle's read: this run's lease lock on the VM, then the read its plan comes from, in one
 call, where it took two module calls (scheduled_events_lock, then scheduled_events_info), and a third
@@ -13,7 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.info_task import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.info import (
     observe,
     read_argument_spec,
 )

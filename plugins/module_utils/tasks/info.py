@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""scheduled_events_info's behaviour, whichever host it reads (host/host.py)."""
+"""scheduled_events_info's behaviour, whichever host it reads (host/interface.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -10,13 +10,13 @@ __metaclass__ = type
 import time
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.quiet import is_quiet, owes_work
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import UNTRUSTED_ADVICE, load_state
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.state import UNTRUSTED_ADVICE, load_state
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import (
     annotate,
     diff_events,
     events_of,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.host import StateUnreadable
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.interface import StateUnreadable
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
     IMDS_ARGUMENT_SPEC,
     TaskFailed,

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""scheduled_events_lock's behaviour, whichever host it runs for (host/host.py).
+"""scheduled_events_lock's behaviour, whichever host it runs for (host/interface.py).
 
 With scheduled_events_claim (the lock taken with the read a cycle plans from), the only tasks that write the
 VM's lease lock: scheduled_events_info only reads, and scheduled_events_approve only POSTs.

@@ -23,7 +23,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.docume
     parse_not_before,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.prometheus_text import PREFIX, Family
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import lists
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.protocol import lists
 
 EVENT_TYPES = KNOWN_EVENT_TYPES  # label values: any other type is counted as OTHER
 EVENT_STATUSES = KNOWN_EVENT_STATUSES

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to azure_imds.scheduled_events
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""scheduled_events_approve's behaviour, whichever host it approves on (host/host.py)."""
+"""scheduled_events_approve's behaviour, whichever host it approves on (host/interface.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -10,7 +10,7 @@ __metaclass__ = type
 import time
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.cycle_lock import LockError, refresh
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.state import (
     empty_state,
     load_state,
     state_text,
@@ -22,7 +22,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.docume
     planned_events,
     requested_ids,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.host import HOST_ERRORS, StateUnreadable
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.interface import HOST_ERRORS, StateUnreadable
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
     CONTROL_PLANE_OPTION,
     IMDS_ARGUMENT_SPEC,

@@ -11,7 +11,7 @@ __metaclass__ = type
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import compute_facts
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import read_document
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.host import Host
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.interface import Host
 
 
 class ImdsHost(Host):

@@ -1,4 +1,4 @@
-"""scheduled_events_info's behaviour (module_utils/tasks/info_task.py) with IMDS answered in-process: quiet, state, failures."""
+"""scheduled_events_info's behaviour (module_utils/tasks/info.py) with IMDS answered in-process: quiet, state, failures."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import pytest
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import parse_document
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import ImdsClient, ImdsError
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.linux_vm import LinuxVm
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.info_task import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.info import (
     argument_spec,
     run_info,
     wait_for_document,

@@ -58,7 +58,7 @@ __metaclass__ = type
 import re
 from datetime import datetime, timezone
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.state import (
     PREPARE_DONE,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.deleted import (

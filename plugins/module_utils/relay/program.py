@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The event relay on a Linux VM: one process, the standard library and this collection's own code.
 
-`python3 -m ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay_program CONFIG`
+`python3 -m ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.program CONFIG`
 (the event_relay role installs it as a systemd service). Every second it reads the local IMDS with the
 modules' client (Metadata header, no proxy, no redirects, the first-call budget, empty 200s), and:
 - writes each change of the document to a local history file (observation schema, change-only);
@@ -11,8 +11,8 @@ modules' client (Metadata header, no proxy, no redirects, the first-call budget,
   nothing) and sends the spool in order to the controller, signed, with bounded retries; the spool is
   bounded too (the oldest pushes go first; the newest always stays);
 - sends a heartbeat every few seconds when the spool is empty;
-- writes its Prometheus metrics (relay_metrics.py) to a node_exporter textfile, if asked to.
-What a poll means is decided in relay.py; this file is the I/O around it.
+- writes its Prometheus metrics (metrics.py) to a node_exporter textfile, if asked to.
+What a poll means is decided in protocol.py; this file is the I/O around it.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 from urllib.request import ProxyHandler, Request, build_opener, HTTPSHandler
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.quiet import owes_work
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.cycle_state import load_state
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.state import load_state
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import DocumentError, compute_facts
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.history_records import (
     local_action,
@@ -56,7 +56,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.
     read_token,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.prometheus_text import render
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay_metrics import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.metrics import (
     RelayCounters,
     relay_families,
 )
@@ -67,7 +67,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.
     exit_result,
     remembered,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.relay import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.protocol import (
     SIGNATURE_HEADER,
     VERSION,
     LogLimiter,
@@ -592,7 +592,7 @@ class Relay:
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        sys.stderr.write("usage: relay_program CONFIG.json\n")
+        sys.stderr.write("usage: program CONFIG.json\n")
         return 2
     try:
         config = RelayConfig.from_file(argv[0])

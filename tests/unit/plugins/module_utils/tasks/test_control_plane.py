@@ -1,10 +1,10 @@
-"""control_plane_task.read_catching_up: a run an Event Grid notification started reads Resource Graph again while
+"""tasks/control_plane.py's read_catching_up: a run an Event Grid notification started reads Resource Graph again while
 the read shows an older moment than the notification, for a bounded time, and says when it gave up waiting."""
 from __future__ import annotations
 
 from typing import List
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane_task import (
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane import (
     READ_AGAIN_S,
     read_catching_up,
 )
