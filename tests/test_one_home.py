@@ -130,3 +130,56 @@ def test_the_readme_table_and_the_awx_surveys_give_each_policy_setting_its_defau
             if item["variable"] == variable:
                 assert _spelled(item.get("default")) == DEFAULT_POLICY[key], f"{name} gives {variable} {item}"
     assert any(item["variable"].startswith("maintenance_cycle_") for _name, item in surveys), "the surveys were read"
+
+
+# Where IMDS's address and api-version may be spelled besides their home (document/imds.py): documentation of a
+# default (checked below to say the home's value), the list of supported api-versions, and the managed identity's
+# own api-version. Playbooks, roles' tasks, defaults and vars, and every other plugin file leave them unset.
+IMDS_DEFAULTS_DOCUMENTED = ("plugins/doc_fragments/imds.py", "roles/maintenance_cycle/meta/argument_specs.yml",
+                            "roles/event_relay/meta/argument_specs.yml",
+                            "playbooks/examples/inventory/azure_vms.azure_rm.yml")  # a comment naming the default
+IMDS_SPELLING = re.compile(r"169\.254\.169\.254|['\"]2020-07-01['\"]")
+
+
+def imds_copies(root: Path) -> List[str]:
+    """The files of the collection's content under `root` that spell IMDS's address or api-version themselves."""
+    content = [path for folder, pattern in (("playbooks", "*.yml"), ("roles", "*.yml"), ("roles", "*.j2"),
+                                            ("plugins", "*.py"), ("extensions", "*.py"), ("extensions", "*.yml"))
+               for path in (root / folder).rglob(pattern)]
+    home = root / "plugins/module_utils/document/imds.py"
+    return sorted(str(path.relative_to(root)) for path in content
+                  if path != home and str(path.relative_to(root)) not in IMDS_DEFAULTS_DOCUMENTED
+                  and IMDS_SPELLING.search(path.read_text()))
+
+
+def test_imds_address_and_api_version_have_one_home() -> None:
+    """DEFAULT_URL and DEFAULT_API_VERSION (document/imds.py) are the modules' defaults and the relay's: the
+    module_defaults group azure_imds.scheduled_events.imds passes a value only when the inventory sets one. A copy in
+    a playbook or a role would keep its old value when the home changes."""
+    assert imds_copies(REPO) == []
+
+
+def test_a_copy_of_the_imds_address_in_a_playbook_is_found(tmp_path: Path) -> None:
+    playbook = tmp_path / "playbooks" / "collect.yml"
+    playbook.parent.mkdir()
+    playbook.write_text("imds_url: \"{{ maintenance_cycle_imds_url | default('http://169.254.169.254') }}\"\n")
+    (tmp_path / "roles" / "r" / "defaults").mkdir(parents=True)
+    (tmp_path / "roles" / "r" / "defaults" / "main.yml").write_text('api_version: "2020-07-01"\n')
+    assert imds_copies(tmp_path) == ["playbooks/collect.yml", "roles/r/defaults/main.yml"]
+
+
+def test_the_documented_imds_defaults_are_the_homes() -> None:
+    from ansible_collections.azure_imds.scheduled_events.plugins.doc_fragments.imds import ModuleDocFragment
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import (
+        DEFAULT_API_VERSION,
+        DEFAULT_URL,
+    )
+    fragment = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]
+    assert (fragment["imds_url"]["default"], fragment["api_version"]["default"]) == (DEFAULT_URL, DEFAULT_API_VERSION)
+    for role, prefix in (("maintenance_cycle", "maintenance_cycle"), ("event_relay", "event_relay")):
+        specs = yaml.safe_load((REPO / "roles" / role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+        for entry, spec in specs.items():
+            options = spec["options"]
+            if f"{prefix}_imds_url" in options:
+                assert options[f"{prefix}_imds_url"]["default"] == DEFAULT_URL, f"{role} {entry}"
+                assert options[f"{prefix}_api_version"]["default"] == DEFAULT_API_VERSION, f"{role} {entry}"

@@ -289,6 +289,21 @@ def test_bad_configuration_is_one_sentence_and_exit_2(tmp_path: Path, fleet: Liv
 
 
 
+def test_a_configuration_without_the_cycles_imds_settings_reads_imds_itself(tmp_path: Path) -> None:
+    """The event_relay role writes "" for imds_url and api_version unless the play sets the cycle's: the relay then
+    reads IMDS where the modules do by default (document/imds.py, their one home)."""
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import (
+        DEFAULT_API_VERSION,
+        DEFAULT_URL,
+    )
+    from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.program import RelayConfig
+    path = tmp_path / "relay.json"
+    path.write_text(json.dumps({"host": "vm0", "controller_url": "http://127.0.0.1:9", "token_file": "/t",
+                                "state_dir": "/s", "imds_url": "", "api_version": ""}))
+    config = RelayConfig.from_file(str(path))
+    assert (config.imds_url, config.api_version) == (DEFAULT_URL, DEFAULT_API_VERSION)
+
+
 def metrics(path: Path) -> Dict[str, float]:
     """The relay's textfile as Prometheus reads it: "name{k=v,...}" -> value."""
     from prometheus_client.parser import text_string_to_metric_families

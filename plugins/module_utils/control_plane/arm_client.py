@@ -23,6 +23,7 @@ from ansible.module_utils.six.moves.urllib.parse import quote, urlencode
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.azure_auth import CLOUDS
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import DEFAULT_URL
 
 
 class ArmError(Exception):
@@ -31,7 +32,7 @@ class ArmError(Exception):
 
 # The managed identity's token endpoint: the controller's IMDS, or the host azure-identity's ImdsCredential takes
 # from AZURE_POD_IDENTITY_AUTHORITY_HOST (AAD pod identity; the tests' simulated VM).
-IDENTITY_HOST = "http://169.254.169.254"
+IDENTITY_HOST = DEFAULT_URL
 IDENTITY_PATH = "/metadata/identity/oauth2/token?api-version=2018-02-01&resource=%s"
 # As azure-identity's ImdsCredential retries: 404 (the identity not assigned yet), 410 (IMDS updating), 429 and 5xx,
 # five times, waiting 2 s, then twice as long each time (at most 60 s)

@@ -31,7 +31,10 @@ from urllib.request import HTTPRedirectHandler, ProxyHandler, Request, build_ope
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import parse_document
 
+# IMDS's address on every Azure VM and the api-version the collection asks for unless told otherwise: their one home
+# (the modules' defaults, the relay's, and every play that leaves them unset; tests/test_one_home.py).
 DEFAULT_URL = "http://169.254.169.254"
+DEFAULT_API_VERSION = "2020-07-01"
 SCHEDULED_EVENTS_PATH = "/metadata/scheduledevents"
 COMPUTE_PATH = "/metadata/instance/compute"
 COMPUTE_API_VERSION = "2021-02-01"
@@ -73,7 +76,7 @@ def check_base_url(url):
 class ImdsClient:
     """Scheduled Events and compute metadata of the VM behind `base_url`."""
 
-    def __init__(self, base_url=DEFAULT_URL, api_version="2020-07-01", timeout=5.0, retries=4,
+    def __init__(self, base_url=DEFAULT_URL, api_version=DEFAULT_API_VERSION, timeout=5.0, retries=4,
                  first_call_timeout=120.0, backoff=0.5, max_backoff=8.0, sleep=time.sleep, rng=None, send=None):
         """`send(method, url, body, timeout) -> bytes` does one HTTP exchange and raises ImdsError;
         the default sends from this machine with urllib. Windows hosts pass one that goes through

@@ -45,6 +45,8 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observ
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.observation.history_file import HistoryFile
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import (
+    DEFAULT_API_VERSION,
+    DEFAULT_URL,
     SUPPORTED_API_VERSIONS,
     ImdsClient,
     ImdsError,
@@ -86,8 +88,8 @@ class RelayConfig:
     controller_url: str
     token_file: str
     state_dir: str
-    imds_url: str = "http://169.254.169.254"
-    api_version: str = "2020-07-01"
+    imds_url: str = DEFAULT_URL            # "" too: the role writes "" unless the play sets the cycle's own
+    api_version: str = DEFAULT_API_VERSION  # likewise
     poll_interval: float = 1.0
     heartbeat_seconds: float = 30.0
     cycle_state_path: str = ""            # the maintenance cycle's state file on this VM ("" none)
@@ -131,6 +133,12 @@ class RelayConfig:
         config = cls(**data)
         config.check()
         return config
+
+    def __post_init__(self):
+        # IMDS's own address and the modules' api-version have one home (document/imds.py): the event_relay role
+        # gives them only when the play sets the cycle's, and writes "" for the rest.
+        self.imds_url = self.imds_url or DEFAULT_URL
+        self.api_version = self.api_version or DEFAULT_API_VERSION
 
     def check(self):
         for name in ("controller_url", "imds_url"):

@@ -25,6 +25,8 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.
     release,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.imds import (
+    DEFAULT_API_VERSION,
+    DEFAULT_URL,
     SUPPORTED_API_VERSIONS,
     ImdsClient,
     ImdsError,
@@ -33,8 +35,8 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.i
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.linux_vm import LinuxVm
 
 IMDS_ARGUMENT_SPEC = dict(
-    imds_url=dict(type="str", default="http://169.254.169.254"),
-    api_version=dict(type="str", default="2020-07-01"),
+    imds_url=dict(type="str", default=DEFAULT_URL),
+    api_version=dict(type="str", default=DEFAULT_API_VERSION),
     timeout=dict(type="float", default=5.0),
     first_call_timeout=dict(type="float", default=120.0),
     retries=dict(type="int", default=4),
