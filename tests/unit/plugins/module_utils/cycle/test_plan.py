@@ -19,7 +19,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.
     state_after,
     state_for_step,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.views import UNKNOWN_DOMAIN, UNSEEN_DOMAIN, domain_key
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.views import UNKNOWN_DOMAIN, UNSEEN_DOMAIN
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.state import (
     event_record,
     load_state,
@@ -316,26 +316,6 @@ def test_regression_two_availability_sets_reuse_fault_domain_numbers() -> None:
     assert ids(p["hosts"]["vm1"]["deferred"]) == [IDS["E2"]]
 
 
-def test_fault_domain_keys() -> None:
-    assert domain_key({"vm_scale_set_name": "web", "zone": "2", "fault_domain": 1}) == \
-        "scale set web / zone 2 / fault domain 1"
-    assert domain_key({"name": "vm0", "fault_domain": 1}, "db") == "availability set db / fault domain 1"
-    assert domain_key({"name": "vm0", "fault_domain": 0, "zone": "3"}) == "zone 3"
-    assert domain_key({"name": "vm0", "fault_domain": 0}) == "vm vm0"  # no known set: a domain of its own
-
-
-def test_serialisation_unit_keys() -> None:
-    """Issue 27: what a set's maintenance walks (the policy's serialisation_unit), never merging a set's zones."""
-    vm = {"name": "vm0", "fault_domain": 1, "update_domain": 4}
-    assert domain_key(vm, "db", "update_domain") == "availability set db / update domain 4"
-    zonal = {"name": "vm0", "vm_scale_set_name": "web", "zone": "2", "fault_domain": 0, "update_domain": 3}
-    assert domain_key(zonal, unit="zone") == "scale set web / zone 2"
-    assert domain_key(zonal, unit="update_domain") == "scale set web / zone 2 / update domain 3"
-    assert domain_key(vm, "db", "zone") == "availability set db / fault domain 1", "no zone: by fault domain"
-    assert domain_key(dict(vm, update_domain=None), "db", "update_domain") == \
-        "availability set db / update domain unknown (vm0)"
-
-
 def test_an_availability_sets_update_domain_walk_goes_one_update_domain_at_a_time() -> None:
     """Reboot maintenance of an availability set walks update domains: vm0 and vm1 share update domain 0 across two
     fault domains, vm2 is update domain 1. Counted by update domain, the walk's second event waits for the first."""
@@ -443,19 +423,6 @@ def test_an_unprepared_event_that_listed_the_host_is_recovered_once_gone_and_the
     assert ids(p["hosts"]["vm0"]["recover"]) == [IDS["E1"]]
     assert state_after(result("vm0", 0, [], seen), recovered=[IDS["E1"]])["events"] == []
     assert state_after(result("vm0", 0, [], seen))["events"] == seen["events"]  # not recovered yet: kept
-
-
-def test_a_version_1_state_keeps_what_was_prepared() -> None:
-    import json
-    reboot = event_record(event("E1", ["vm0"]))
-    reboot.pop("prepare")
-    v1 = {"version": 1, "document_incarnation": 2, "events": [reboot], "prepared": [IDS["E1"].upper()], "approved": []}
-    state, status, _message = load_state(json.dumps(v1))
-    assert status == "loaded" and state["events"][0]["prepare"] == "done"
-
-
-def test_a_missing_state_is_no_news() -> None:
-    assert load_state(None) == (None, "missing", "")
 
 
 def test_an_event_whose_only_unseen_host_is_its_own_goes_ahead_but_another_unseen_host_blocks_it() -> None:
