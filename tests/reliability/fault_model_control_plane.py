@@ -184,9 +184,9 @@ CONTROL_PLANE_FAULTS = {"none": (FAULTS["none"], 0.0),
 
 
 def control_plane_run(seed: int, faults: Faults, back: float, period_s: int, hours: float = 24.0,
-                      fleet: str = "one set") -> ControlPlaneRun:
-    """One fleet-day of scheduled runs, every other VM on the control plane."""
-    run = fleet_run(ControlPlaneRun, seed, faults, hours, fleet, task_s=2.0, back=back)
+                      fleet: str = "one set", kind: type = ControlPlaneRun, **fields: Any) -> ControlPlaneRun:
+    """One fleet-day of scheduled runs, every other VM on the control plane (a `kind` of run, given `fields`)."""
+    run = fleet_run(kind, seed, faults, hours, fleet, task_s=2.0, back=back, **fields)
     run.on_control_plane = set(run.vms()[::2])
     end, at = run.now + timedelta(hours=hours), run.now
     while at < end:
@@ -326,12 +326,5 @@ class FreshHomeRun(ControlPlaneRun):
 def fresh_home_run(seed: int, faults: Faults, back: float, store: str, obey_refusal: bool = True,
                    period_s: int = 300, hours: float = 24.0, fleet: str = "one set") -> FreshHomeRun:
     """One fleet-day of AWX jobs on a schedule, every other VM on the control plane, the store as given."""
-    run = fleet_run(FreshHomeRun, seed, faults, hours, fleet, task_s=2.0, back=back, store=store,
-                    obey_refusal=obey_refusal)
-    run.on_control_plane = set(run.vms()[::2])
-    end, at = run.now + timedelta(hours=hours), run.now
-    while at < end:
-        run.cycle(at)
-        at += timedelta(seconds=period_s)
-    run.finish(at, period_s)
-    return run
+    return control_plane_run(seed, faults, back, period_s, hours, fleet, FreshHomeRun, store=store,
+                             obey_refusal=obey_refusal)
