@@ -25,7 +25,6 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.contro
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_map import host_index
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_read import (
-    ControlPlaneBlind,
     acknowledgements,
     check_owed,
     check_present,

@@ -3,8 +3,7 @@ store, each change one step between controllers (two connections at once lose no
 owner and lease, and a server that cannot be reached an error the tasks count as busy."""
 from __future__ import annotations
 
-import threading
-from typing import Iterator, List
+from typing import Iterator
 
 import psycopg
 import pytest
@@ -18,7 +17,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store_url import open_store
 from tests.postgres_server import postgresql_server
-from tests.unit.plugins.plugin_utils.store.test_store import NOW, exercise
+from tests.unit.plugins.plugin_utils.store.test_store import NOW, count_at_once, exercise
 
 
 @pytest.fixture(scope="module")
@@ -47,22 +46,7 @@ def test_a_lock_row_names_its_owner_and_lease(fresh: str) -> None:
 
 def test_two_controllers_changing_one_key_at_once_lose_no_change(fresh: str) -> None:
     """The key is held (an advisory lock, then the row) from the read to the write, also before its row exists."""
-    errors: List[BaseException] = []
-
-    def add_ones() -> None:
-        store = open_store(fresh)
-        try:
-            for _ in range(10):
-                store.update(STATE, "web0/state.json", lambda text: str(int(text or "0") + 1))
-        except BaseException as exc:  # pragma: no cover - shown by the assert below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=add_ones) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors and open_store(fresh).read(STATE, "web0/state.json") == "30"
+    assert count_at_once(fresh, 3, 10) == ([], "30")
 
 
 def test_a_server_that_cannot_be_reached_is_one_sentence_without_the_password(tmp_path) -> None:

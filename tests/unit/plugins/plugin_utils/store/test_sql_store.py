@@ -4,9 +4,8 @@ tasks count as busy. The same code against a real PostgreSQL server: test_postgr
 from __future__ import annotations
 
 import sqlite3
-import threading
 from pathlib import Path
-from typing import Callable, List
+from typing import Callable
 
 import pytest
 
@@ -23,7 +22,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.
     StoreError,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store_url import open_store
-from tests.unit.plugins.plugin_utils.store.test_store import NOW
+from tests.unit.plugins.plugin_utils.store.test_store import NOW, count_at_once
 
 
 def test_a_sqlite_store_is_one_table_per_kind_and_a_lock_row_names_its_owner_and_lease(tmp_path: Path) -> None:
@@ -39,23 +38,7 @@ def test_a_sqlite_store_is_one_table_per_kind_and_a_lock_row_names_its_owner_and
 
 def test_two_controllers_changing_one_sqlite_key_at_once_lose_no_change(tmp_path: Path) -> None:
     """BEGIN IMMEDIATE: each read-judge-write is one step, so no controller writes over a change it did not see."""
-    url = "sqlite://%s/state.db" % tmp_path
-    errors: List[BaseException] = []
-
-    def add_ones() -> None:
-        store = open_store(url)  # its own connections, as another controller's
-        try:
-            for _ in range(15):
-                store.update(STATE, "web0/state.json", lambda text: str(int(text or "0") + 1))
-        except BaseException as exc:  # pragma: no cover - shown by the assert below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=add_ones) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors and open_store(url).read(STATE, "web0/state.json") == "45"
+    assert count_at_once("sqlite://%s/state.db" % tmp_path, 3, 15) == ([], "45")
 
 
 @pytest.mark.parametrize("use", [lambda s: s.read(STATE, "k"), lambda s: s.write(MEMORY, "k", "t"),

@@ -3,9 +3,10 @@ SQLite file; a real PostgreSQL server in test_postgresql_store.py), and a change
 from __future__ import annotations
 
 import json
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional, Tuple
 
 import pytest
 
@@ -45,6 +46,27 @@ def exercise(store: Store) -> None:
     assert store.read(LOCK, "web0/state.json.lock") is None
     store.update(MEMORY, "azure_vms", lambda text: (text or "") + "a")
     assert store.read(MEMORY, "azure_vms") == "a" and store.read(MEMORY, "db") is None
+
+
+def count_at_once(url: str, controllers: int, each: int) -> Tuple[List[BaseException], Optional[str]]:
+    """`controllers` threads, each with its own store (its own connections, as another controller's), adding one to
+    the same key `each` times at once: what failed, and the count kept."""
+    errors: List[BaseException] = []
+
+    def add_ones() -> None:
+        store = open_store(url)
+        try:
+            for _ in range(each):
+                store.update(STATE, "web0/state.json", lambda text: str(int(text or "0") + 1))
+        except BaseException as exc:  # pragma: no cover - shown by the caller's assert
+            errors.append(exc)
+
+    threads = [threading.Thread(target=add_ones) for _ in range(controllers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors, open_store(url).read(STATE, "web0/state.json")
 
 
 def test_every_store_keeps_reads_replaces_and_deletes_the_same_texts(store: Store) -> None:
