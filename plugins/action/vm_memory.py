@@ -5,14 +5,17 @@
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timezone
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import update_under_guard
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.split_sets import refusal
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store import MEMORY, StoreError
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store_url import (
+    StoreUrlError,
+    open_store,
+)
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.vm_memory import update
 
 ARGUMENT_SPEC = dict(
@@ -21,6 +24,8 @@ ARGUMENT_SPEC = dict(
     max_age_hours=dict(type="float", default=24.0),
     outside=dict(type="dict", default={}),
     refuse_split_sets=dict(type="bool", default=True),
+    store=dict(type="str", default="file:"),
+    target=dict(type="str", default="azure_vms"),
 )
 
 
@@ -37,8 +42,12 @@ class ActionModule(ActionBase):
             return result
         if args["max_age_hours"] <= 0:
             raise AnsibleActionFail("max_age_hours must be positive (how long a VM's fault domain is remembered).")
-        path = os.path.abspath(os.path.expanduser(args["path"]))
         found = {}
+        try:
+            store = open_store(args["store"], memory_path=lambda target: args["path"])
+        except (StoreUrlError, StoreError) as exc:
+            raise AnsibleActionFail(str(exc).rstrip(".") + ".")
+        path = store.where(MEMORY, args["target"])
 
         def change(text):
             found["memory"] = update(text, args["seen"], datetime.now(timezone.utc), args["max_age_hours"],
@@ -46,10 +55,10 @@ class ActionModule(ActionBase):
             return found["memory"].text
 
         try:
-            update_under_guard(path, change, write=not self._task.check_mode)
-        except OSError as exc:
-            raise AnsibleActionFail("cannot use the VM memory file %s (%s); set it with maintenance_cycle_vm_memory, "
-                                    "or '' for none." % (path, exc))
+            store.update(MEMORY, args["target"], change, write=not self._task.check_mode)
+        except OSError as exc:  # StoreError too: the run stops before its plan, which would miss what it forgot
+            raise AnsibleActionFail("cannot use the VM memory %s (%s); set maintenance_cycle_state_store (or "
+                                    "maintenance_cycle_vm_memory, '' for none)." % (path, str(exc).rstrip(".")))
         memory = found["memory"]
         if memory.note:
             self._display.warning("%s: %s" % (path, memory.note))

@@ -19,9 +19,11 @@ options:
         controller and does not contact the VM. Its IMDS requests are answered from the control plane, the document
         from C(read) (a result of M(azure_imds.scheduled_events.scheduled_events_control_plane_info)), or a fresh
         Resource Graph read of this VM when C(read) is not given, and an approval is a Microsoft.Maintenance acknowledge
-        on the event's scope. The VM's files (state, lock) are kept on the controller, under C(state_dir)/<inventory
-        host>/.
-      - "Keys: C(vm_id) (the VM's ARM id, required), C(state_dir) (required), C(read), C(max_age) (seconds a read
+        on the event's scope. The VM's files (state, lock) are kept in the controller's state store, C(store) (a URL,
+        as C(maintenance_cycle_state_store) gives it), by default files under C(state_dir)/<inventory host>/.
+      - "Keys: C(vm_id) (the VM's ARM id, required), C(store) (V(file:) by default, V(file:/dir),
+        V(sqlite:///path/to/state.db) or V(postgresql://user@host/database)), C(state_dir) (required by the default
+        store), C(read), C(max_age) (seconds a read
         is trusted, default 60), C(fault_domain) (the VM's platform fault domain, which the control plane does not
         tell; unknown holds every new fault domain of its set; a uniform scale set's VM needs C(zone) with it), C(zone),
         C(subscriptions), C(api_version) (of acknowledge)."

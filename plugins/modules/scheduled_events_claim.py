@@ -41,6 +41,8 @@ options:
       - Path, on the VM, of the state file the C(maintenance_cycle) role keeps between cycles; the lock is
         C(<state_path>.lock). A missing file means a first cycle; an unreadable or corrupt one also starts a
         first cycle, with a warning.
+      - On a Linux VM whose OS disk is ephemeral (IMDS compute says so), a state file on the OS disk's filesystem
+        fails the task, since a reimage or a move to another node erases it; keep it on a data disk.
     type: path
     required: true
   owner:

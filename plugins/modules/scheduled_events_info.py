@@ -53,6 +53,8 @@ options:
         saved there are the base of RV(diff).
       - A missing file means a first cycle; an unreadable or corrupt one also starts a first cycle, with a warning.
         This module only reads it.
+      - On a Linux VM whose OS disk is ephemeral (IMDS compute says so), a state file on the OS disk's filesystem
+        fails the task, since a reimage or a move to another node erases it; keep it on a data disk.
     type: path
   wait_for_change:
     description:

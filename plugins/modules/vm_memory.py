@@ -25,7 +25,9 @@ description:
     Terminate C(Started) (C(started_deletes) in O(seen)); a VM that has not answered for two minutes since is
     taken as deleted by the maintenance cycle. Such an entry is kept 30 days, whatever O(max_age_hours), and
     any later read of the host replaces it.
-  - In AWX each job runs in a fresh container, so the memory lasts one job there.
+  - It is kept in the controller's state store (O(store)), a file on the control node by default, which an AWX job
+    does not keep (each job runs in a fresh container, and the maintenance cycle refuses that), or a SQLite or
+    PostgreSQL database that every controller and every job share.
 author:
   - azure_imds.scheduled_events maintainers (@azure-imds)
 attributes:
@@ -44,9 +46,21 @@ attributes:
     description: Runs on the control node only; the target hosts are not contacted.
 options:
   path:
-    description: The memory file on the control node (C(~) is expanded); an empty string remembers nothing.
+    description:
+      - The memory file on the control node (C(~) is expanded) in the default store (O(store) V(file:)); an empty
+        string remembers nothing, whatever the store.
     type: str
     required: true
+  store:
+    description:
+      - The controller's state store, as C(maintenance_cycle_state_store) names it; V(file:) (or empty) is O(path).
+        In another store the memory is kept under O(target).
+    type: str
+    default: "file:"
+  target:
+    description: The target whose VMs are remembered (its key in a store other than O(path)).
+    type: str
+    default: azure_vms
   seen:
     description: "C({host: this_vm}) of the hosts read in this run (the C(this_vm) result of
       M(azure_imds.scheduled_events.scheduled_events_info)), each with C(started_deletes) (a list of
@@ -87,7 +101,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 path:
-  description: The memory file, with C(~) expanded ("" when off).
+  description: Where the memory is kept, the file with C(~) expanded or the store's row ("" when off).
   returned: always
   type: str
 vms:

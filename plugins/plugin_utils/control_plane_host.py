@@ -7,9 +7,10 @@ A task given `control_plane` (the maintenance_cycle role gives it to hosts whose
 control_plane) runs the same `run_*` function its module runs on a VM, for a ControlPlaneHost:
 - its document and compute facts from the run's Resource Graph read (or, for an approval, a fresh read of this
   host's VM), its approval a Microsoft.Maintenance acknowledge on the event's scope (control_plane/host_read.py);
-- its state and lock files on the controller, under `state_dir`/<inventory host>/: the write-ahead record is
-  where the run is, so a killed run or an unreachable VM still owes its recover. Behind this adapter, so that a
-  later change can keep them in a store of their own.
+- its state and lock in the controller's state store (store/, `store`: files under `state_dir`/<inventory host>/
+  by default, or a SQLite or PostgreSQL database that every controller and every AWX job names alike): the
+  write-ahead record is where the run is, so a killed run or an unreachable VM still owes its recover, and a store
+  that cannot be reached fails the task, so the host counts as busy (unread), never free.
 So the plan, its fail-closed rules, the write-ahead and the approval rules are the same code on every host.
 """
 
@@ -24,7 +25,6 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.contro
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_map import host_index
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_read import (
-    ControlPlaneBlind,
     acknowledgements,
     check_owed,
     check_present,
@@ -34,9 +34,11 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.contro
     facts_for,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.state import load_state
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.interface import Host, HostError
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.linux_vm import LocalFiles
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import read_text
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.interface import (
+    Host,
+    HostError,
+    StateUnreadable,
+)
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.control_plane import (
     AzureEdges,
     acknowledge_argument_spec,
@@ -48,26 +50,56 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.
     TaskFailed,
     utc_now,
 )
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store import (
+    LOCK,
+    STATE,
+    Store,
+    StoreError,
+)
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store_url import (
+    FILE,
+    StoreUrlError,
+    open_store,
+    parse_store_url,
+)
 
 OPTION = "control_plane"
 DEFAULT_MAX_AGE_S = 60.0
 
 
-def controller_path(state_dir: str, host: str, vm_path: str) -> str:
-    """Where a VM file (the state, its lock) of `host` lives on the controller: <state_dir>/<host>/<file name>."""
-    return os.path.join(os.path.expanduser(state_dir), host, os.path.basename(vm_path))
+def store_key(host: str, vm_path: str) -> Tuple[str, str]:
+    """(kind, key) of a VM file (the state, its lock <state>.lock) of `host` in the store: <host>/<file name>."""
+    name = os.path.basename(vm_path)
+    return (LOCK if name.endswith(".lock") else STATE), "%s/%s" % (host, name)
 
 
-class ControlPlaneHost(LocalFiles, Host):
-    """One host, seen through the control plane from the controller. `state_path` (on the controller), when the task
-    has one, is what the read must vouch for (check_owed)."""
+def store_for(options: Dict[str, Any]) -> Store:
+    """The store `options` name (`store`, a URL; `state_dir` for the default file store), or TaskFailed in one
+    sentence (the host then counts as unread: busy)."""
+    try:
+        return open_store(str(options.get("store") or ""), str(options.get("state_dir") or ""))
+    except (StoreUrlError, StoreError) as exc:
+        raise TaskFailed(str(exc).rstrip(".") + ".")
+
+
+def controller_path(state_dir: str, host: str, vm_path: str, store: Optional[Store] = None) -> str:
+    """Where a VM file (the state, its lock) of `host` is kept: <state_dir>/<host>/<file name> in the default file
+    store, else what `store` names (a database row)."""
+    store = store or open_store("", state_dir)
+    return store.where(*store_key(host, vm_path))
+
+
+class ControlPlaneHost(Host):
+    """One host, seen through the control plane from the controller. `state_path` (as controller_path names it),
+    when the task has one, is what the read must vouch for (check_owed)."""
 
     transport = "control_plane"
 
     def __init__(self, host: str, options: Dict[str, Any], warn: Callable[[str], None],
-                 state_path: Optional[str] = None):
+                 state_path: Optional[str] = None, store: Optional[Store] = None):
         Host.__init__(self, warn)
         self.host, self.options, self.state_path = host, options, state_path
+        self.store = store or store_for(options)
         self.vm_id = str(options.get("vm_id") or "")
         self.given: Optional[Dict[str, Any]] = options.get("read")
         self.ended: List[Dict[str, Any]] = []  # Completed and Canceled, kept apart for the history
@@ -87,13 +119,25 @@ class ControlPlaneHost(LocalFiles, Host):
         check_present(read, self.host)
         if self.state_path:
             try:
-                text = read_text(self.state_path)
-            except OSError as exc:
-                raise ControlPlaneBlind("Cannot read %s's state on the controller, %s (%s); %s counts as busy "
-                                        "(unread)." % (self.host, self.state_path, exc, self.host))
-            check_owed(read, self.host, load_state(text)[0])  # a corrupt state: the claim counts the host busy
+                text = self.read_state(self.state_path)
+            except StateUnreadable:
+                text = ""  # a damaged state: the claim counts the host busy
+            check_owed(read, self.host, load_state(text)[0])
         self.ended = ended_for(read, self.host, now)
         return document_for(read, self.host, now)
+
+    def read_state(self, path: str) -> Optional[str]:
+        try:
+            return self.store.read(*store_key(self.host, path))
+        except StoreError as exc:
+            raise TaskFailed("Cannot read %s's state in the controller's state store (%s); %s counts as busy "
+                             "(unread)." % (self.host, str(exc).rstrip("."), self.host))
+
+    def write_state(self, path: str, text: str) -> None:
+        self.store.write(*store_key(self.host, path), text)
+
+    def update_lock(self, path: str, change: Callable[[Optional[str]], Any], write: bool = True) -> Any:
+        return self.store.update(*store_key(self.host, path), change, write=write)
 
     def approve(self, event_ids: List[str]) -> None:
         """Acknowledge `event_ids`, per scope, from the read this host's document came from."""
@@ -136,9 +180,13 @@ def run_local(args: List[str]) -> Tuple[int, str, str]:
 
 def checked_options(host: str, options: Dict[str, Any]) -> Dict[str, Any]:
     """`control_plane` as given, or TaskFailed in one sentence (the host then counts as unread: busy)."""
-    if not options.get("state_dir"):
+    try:
+        store = parse_store_url(str(options.get("store") or ""))
+    except StoreUrlError as exc:
+        raise TaskFailed(str(exc))
+    if store.kind == FILE and not store.location and not options.get("state_dir"):
         raise TaskFailed("control_plane.state_dir must name the controller folder that keeps the state of hosts "
-                         "read through the control plane.")
+                         "read through the control plane (or control_plane.store a state store).")
     if not options.get("vm_id"):
         raise TaskFailed("%s has no VM ARM id (control_plane.vm_id; the maintenance_cycle role takes the azure_rm "
                          "inventory's `id`), so it cannot be read through the control plane and counts as busy."

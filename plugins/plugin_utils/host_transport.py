@@ -24,6 +24,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.contro
     ControlPlaneHost,
     checked_options,
     controller_path,
+    store_for,
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.windows_host import (
     WindowsVm,
@@ -75,13 +76,14 @@ class HostTransportAction(NormalAction):
         return self.labelled(result, kind.transport)
 
     def control_plane_host(self, args: Dict[str, Any], task_vars: Dict[str, Any], warn) -> ControlPlaneHost:
-        """The host seen through the control plane, its VM paths moved to the controller."""
+        """The host seen through the control plane, its VM paths moved to the controller's state store."""
         name = task_vars.get("inventory_hostname", "")
         options = checked_options(name, args.pop(OPTION) or {})
+        store = store_for(options)
         for option in self.PATH_OPTIONS:
             if args.get(option):
-                args[option] = controller_path(options["state_dir"], name, args[option])
-        return ControlPlaneHost(name, options, warn, args.get("state_path"))
+                args[option] = controller_path(options.get("state_dir", ""), name, args[option], store)
+        return ControlPlaneHost(name, options, warn, args.get("state_path"), store)
 
     def windows_vm(self, args: Dict[str, Any], task_vars: Dict[str, Any], warn) -> WindowsVm:
         """The Windows VM, its paths as Windows spells them."""

@@ -6,7 +6,9 @@ seen by both transports are one event, approved once from their leader's transpo
 recovered when Resource Graph says Completed. Judged by what the simulator and the drain ledger recorded."""
 from __future__ import annotations
 
+import json
 import re
+import sqlite3
 import time
 from pathlib import Path
 from typing import Dict, List
@@ -117,3 +119,62 @@ def test_the_approve_playbook_stops_in_one_sentence_before_reading_a_control_pla
             "maintenance_cycle_transport control_plane") in run.stdout, run.stdout[-3000:]
     assert fleet.approvals() == [] and "PLAY [Approve Azure Scheduled Events]" not in run.stdout, \
         "stopped before any host was read"
+
+
+def test_a_job_with_a_fresh_home_still_owes_the_recover_its_state_store_keeps(tmp_path: Path) -> None:
+    """Issue 43, finding 2: an AWX job starts with a fresh home. Job 1 drains and approves vm-a's fault domain
+    (a control-plane host: the write-ahead is the controller's); its event completes; job 2, with another home
+    and the same SQLite store, still owes vm-a's recover and runs it before it drains vm-b's fault domain. Kept under
+    the home (the old place), job 2 saw no recover owed, and drained and approved vm-b beside vm-a. A job that
+    keeps the default store, under its home, stops before any read (the AWX refusal)."""
+    ca, cert, key = certificate_chain(tmp_path)
+    # Time scale 5: 360 s of notice, so that no event starts by itself; Started for 30 s.
+    fleet = LiveFleet(None, time_scale=5.0, fleet=FleetSpec(vms=2, fault_domains=2), simulate_impact=False,
+                      certfile=str(cert), keyfile=str(key), control_plane_tokens={"t-operator": [CONTRIBUTOR]},
+                      control_plane_clients={"operator-app": {"secret": "operator-secret", "token": "t-operator"}})
+    store = tmp_path / "store" / "state.db"
+    under_home = {"maintenance_cycle_state_store": "sqlite://%s" % store,  # what an AWX user sets (to PostgreSQL)
+                  # the role's defaults, which the bench moves out of the home: the job's home is what is lost
+                  "maintenance_cycle_control_plane_state_dir": "~/.ansible/azure_imds_scheduled_events/control_plane",
+                  "maintenance_cycle_vm_memory": "~/.ansible/azure_imds_scheduled_events/vms-azure_vms.json"}
+    try:
+        vm_a, vm_b = sorted(fleet.vms, key=lambda name: next(v.fault_domain for v in fleet.engine.fleet.vms
+                                                            if v.name == name))
+        bench = CycleBench(fleet, tmp_path, control_plane=fleet.vms)
+        env = {"AZURE_CLIENT_ID": "operator-app", "AZURE_SECRET": "operator-secret", "AZURE_TENANT": "contoso",
+               "AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000",
+               "AZURE_CLOUD_ENVIRONMENT": fleet.sim.base_url, "REQUESTS_CA_BUNDLE": str(ca), "SSL_CERT_FILE": str(ca)}
+        (first,) = fleet.inject({"key": "a", "type": "Reboot", "notice_s": 1800, "started_for_s": 150,
+                                 "resources": {"names": [vm_a]}})
+        default_store = {k: v for k, v in under_home.items() if k != "maintenance_cycle_state_store"}
+        job_0 = bench.run(env=dict(env, HOME=str(tmp_path / "job-0")), extra=dict(default_store, awx_job_id=41))
+        assert job_0.returncode != 0 and "Traceback" not in job_0.stdout + job_0.stderr
+        assert ("This run is AWX job 41 and keeps its state store under the job's home (%s/.ansible/"
+                % (tmp_path / "job-0")) in job_0.stdout, job_0.stdout[-3000:]
+        assert "set maintenance_cycle_state_store to a PostgreSQL URL" in job_0.stdout
+        assert not (tmp_path / "job-0" / ".ansible" / "azure_imds_scheduled_events").exists() \
+            and fleet.approvals() == [], "refused before any read"
+        job_1 = bench.run(env=dict(env, HOME=str(tmp_path / "job-1")), extra=dict(under_home, awx_job_id=42))
+        assert job_1.returncode == 0, job_1.stdout[-4000:]
+        assert [a["accepted"] for a in fleet.approvals()] == [True], "job 1 approved vm-a's event"
+        deadline = time.monotonic() + 120
+        while {e["event_id"]: e["status"] for e in fleet.truth()}[first] == "Started" and time.monotonic() < deadline:
+            time.sleep(1)
+        fleet.inject({"key": "b", "type": "Reboot", "notice_s": 1800, "started_for_s": 150,
+                      "resources": {"names": [vm_b]}})
+        job_2 = bench.run(env=dict(env, HOME=str(tmp_path / "job-2")), extra=dict(under_home, awx_job_id=43))
+        assert job_2.returncode == 0, job_2.stdout[-4000:]
+        approved = [a["event_ids"] for a in fleet.approvals() if a["accepted"]]
+    finally:
+        fleet.close()
+    fd_of = {vm.name: str(vm.fault_domain) for vm in fleet.engine.fleet.vms}
+    actions = [dict(a, fd=fd_of[a["host"]]) for a in bench.actions()]
+    assert [(a["phase"], a["host"]) for a in actions] == [("prepare", vm_a), ("recover", vm_a)], \
+        "job 2 owed vm-a's recover (its fault domain held until the next cycle), and drained no other"
+    assert drained_at_once(actions) == 1 and approved == [[first]], "never more fault domains than the limit"
+    assert not list((tmp_path / "job-1").glob(".ansible/azure_imds_scheduled_events/**/*.json")), \
+        "nothing the next job needs was kept in the job's home"
+    with sqlite3.connect(str(store)) as db:  # finding 12: the memory of VMs (split sets too) is the store's
+        memory = json.loads(db.execute("SELECT text FROM azure_imds_scheduled_events_memory WHERE key = 'azure_vms'")
+                            .fetchone()[0])
+    assert sorted(memory["vms"]) == sorted([vm_a, vm_b])

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from types import SimpleNamespace
 from typing import Any, Dict, List, Optional, Set
 
@@ -55,6 +55,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.
     read_catching_up,
     resource_groups,
 )
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store_url import awx_refusal
 from imds_simulator import control_plane
 from imds_simulator.control_plane import GraphSettings, deliveries
 from tests.reliability.fault_model import FAULTS, Cycle, FleetRun, Faults, fleet_run
@@ -183,9 +184,9 @@ CONTROL_PLANE_FAULTS = {"none": (FAULTS["none"], 0.0),
 
 
 def control_plane_run(seed: int, faults: Faults, back: float, period_s: int, hours: float = 24.0,
-                      fleet: str = "one set") -> ControlPlaneRun:
-    """One fleet-day of scheduled runs, every other VM on the control plane."""
-    run = fleet_run(ControlPlaneRun, seed, faults, hours, fleet, task_s=2.0, back=back)
+                      fleet: str = "one set", kind: type = ControlPlaneRun, **fields: Any) -> ControlPlaneRun:
+    """One fleet-day of scheduled runs, every other VM on the control plane (a `kind` of run, given `fields`)."""
+    run = fleet_run(kind, seed, faults, hours, fleet, task_s=2.0, back=back, **fields)
     run.on_control_plane = set(run.vms()[::2])
     end, at = run.now + timedelta(hours=hours), run.now
     while at < end:
@@ -283,3 +284,47 @@ def event_grid_run(seed: int, faults: Faults, back: float, missed: float, twice:
         at = max(at + timedelta(seconds=STEP_S), run.now)
     run.finish(at, FALLBACK_S)
     return run
+
+
+HOME = "/home/runner"  # an AWX job's home, fresh for every job
+DEFAULT_STATE_DIR = HOME + "/.ansible/azure_imds_scheduled_events/control_plane"  # the role's defaults, ~ expanded
+DEFAULT_MEMORY = HOME + "/.ansible/azure_imds_scheduled_events/vms-azure_vms.json"
+
+
+@dataclass
+class FreshHomeRun(ControlPlaneRun):
+    """Scheduled AWX jobs (issue 43, finding 2): each starts with a fresh home, so what the controller kept under it
+    (control-plane hosts' state and VM locks, the memory of VMs) is gone for the next job, unless the state store
+    (`store`, maintenance_cycle_state_store) is elsewhere. Each job asks the role's own refusal first
+    (store/store_url.awx_refusal); `obey_refusal` False is the model's mutant, a job that runs anyway."""
+    store: str = "file:"
+    obey_refusal: bool = True
+    jobs: int = 0
+    jobs_refused: int = 0
+    homes_lost: int = 0
+
+    def cycle(self, at: datetime) -> None:
+        self.jobs += 1
+        under_home = awx_refusal(self.store, str(self.jobs), HOME, DEFAULT_STATE_DIR, DEFAULT_MEMORY)
+        if under_home and self.obey_refusal:
+            self.jobs_refused += 1  # stopped before any read: the VMs are left to Azure, nothing is drained
+            return
+        super().cycle(at)
+        if under_home:
+            self.lose_home()
+
+    def lose_home(self) -> None:
+        """The job's container is gone: everything the controller kept in its home with it."""
+        self.homes_lost += 1
+        for vm in self.on_control_plane:
+            self.states.pop(vm, None)
+            self.locks.pop(vm, None)
+        self.memory.clear()
+        self.last_vm.clear()
+
+
+def fresh_home_run(seed: int, faults: Faults, back: float, store: str, obey_refusal: bool = True,
+                   period_s: int = 300, hours: float = 24.0, fleet: str = "one set") -> FreshHomeRun:
+    """One fleet-day of AWX jobs on a schedule, every other VM on the control plane, the store as given."""
+    return control_plane_run(seed, faults, back, period_s, hours, fleet, FreshHomeRun, store=store,
+                             obey_refusal=obey_refusal)

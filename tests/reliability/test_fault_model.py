@@ -22,6 +22,7 @@ from tests.reliability.fault_model_control_plane import (
     EVENT_GRID_FAULTS,
     control_plane_run,
     event_grid_run,
+    fresh_home_run,
 )
 from tests.reliability.fault_model_event_driven import PUSH_FAULTS, SETUPS, event_driven_run, split_run
 
@@ -153,3 +154,27 @@ def test_event_grid_notifications_delayed_repeated_and_lost_keep_every_safety_ru
     assert run.verdict.problems == [], f"seed {seed}: " + json.dumps(run.verdict.problems[:8], indent=1, default=str)
     assert run.notifications and run.acknowledged and run.ledger.drains and run.ledger.undrains
     assert run.waits, "some cycle read Resource Graph again, waiting for it to show its notification"
+
+
+# What an AWX user may name: a PostgreSQL store every job shares (no job refused, nothing lost), the default store
+# under the job's fresh home (every job refused before any read), and that default with the refusal ignored (the
+# model's mutant: each job forgets what the last one drained, which the judges must see).
+FRESH_HOME_STORES = {"shared store": ("postgresql://awx-postgres/scheduled_events", True),
+                     "home store, refused": ("file:", True),
+                     "home store, refusal ignored": ("file:", False)}
+
+
+@pytest.mark.parametrize("store", sorted(FRESH_HOME_STORES))
+def test_awx_jobs_with_a_fresh_home_keep_every_safety_rule_only_through_a_store_that_outlives_them(store: str) -> None:
+    url, obey = FRESH_HOME_STORES[store]
+    given_faults, back = CONTROL_PLANE_FAULTS["none"]
+    run = fresh_home_run(7, given_faults, back, url, obey, hours=CONTROL_PLANE_HOURS)
+    problems = json.dumps(run.verdict.problems[:8], indent=1, default=str)
+    if store == "shared store":
+        assert run.verdict.problems == [], problems
+        assert run.jobs_refused == 0 and run.homes_lost == 0 and run.acknowledged and run.ledger.undrains
+    elif store == "home store, refused":
+        assert run.verdict.problems == [], problems
+        assert run.jobs_refused == run.jobs > 0 and not run.ledger.drains, "every job stopped before any read"
+    else:
+        assert run.homes_lost and run.verdict.problems, "a job that forgets its drains breaks a safety rule"

@@ -345,6 +345,16 @@ def compute_facts(compute):
     }
 
 
+def ephemeral_os_disk(compute):
+    """Whether `/metadata/instance/compute` says the OS disk is ephemeral (storageProfile.osDisk.diffDiskSettings.option
+    Local): a reimage or a move to another node (Redeploy, service healing) gives the VM a fresh one."""
+    try:
+        option = compute["storageProfile"]["osDisk"]["diffDiskSettings"]["option"]
+    except (KeyError, TypeError):
+        return False
+    return isinstance(option, str) and option.lower() == "local"
+
+
 def _int_or_none(value):
     try:
         return int(value)

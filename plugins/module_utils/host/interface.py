@@ -72,6 +72,11 @@ class Host:
         """Start `event_ids` (as the document spells them), in one request; raises one of HOST_ERRORS."""
         raise NotImplementedError
 
+    def reset_disk_refusal(self, path):
+        """'' when the state at `path` outlives what the VM's maintenance does to its disks, else the sentence that
+        refuses it (asked after compute_facts). Only a Linux VM keeps a state a move can erase and can tell."""
+        return ""
+
     def read_state(self, path):
         """The state's text, None when there is none (a first cycle); raises StateUnreadable."""
         raise NotImplementedError

@@ -11,6 +11,7 @@ import os
 
 from ansible.module_utils.common.text.converters import to_native
 
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import ephemeral_os_disk
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.interface import StateUnreadable
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.vm import ImdsHost
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import (
@@ -46,7 +47,25 @@ class LocalFiles:
         return update_under_guard(path, change, write=write)
 
 
+def same_filesystem(path, root):
+    """Whether `path` (or, before a first cycle, its nearest folder that exists) is on `root`'s filesystem."""
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return os.stat(path).st_dev == os.stat(root).st_dev
+
+
 class LinuxVm(LocalFiles, ImdsHost):
     """The Linux VM a module runs on."""
 
     transport = "module"
+    root = "/"  # the OS disk's filesystem
+
+    def reset_disk_refusal(self, path):
+        """A state on an ephemeral OS disk is erased by the very Redeploy it prepared for (or a reimage): the next
+        read would find no recover owed and the fault domain free, the drain never undone. Refused, so the host
+        counts as busy until the state is moved to a data disk (docs/reference/safety-rules.md)."""
+        if not ephemeral_os_disk(self.compute) or not same_filesystem(os.path.abspath(path), self.root):
+            return ""
+        return ("%s is on this VM's ephemeral OS disk, which a reimage or a move to another node (Redeploy, service "
+                "healing) erases with any recover it owes, so the VM counts as busy: put maintenance_cycle_state_path "
+                "on a data disk." % path)

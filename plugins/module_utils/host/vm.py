@@ -20,6 +20,7 @@ class ImdsHost(Host):
     def __init__(self, client, warn):
         Host.__init__(self, warn)
         self.client = client
+        self.compute = None  # the compute metadata compute_facts read, for what else it tells (the OS disk)
 
     @property
     def where(self):
@@ -27,7 +28,8 @@ class ImdsHost(Host):
         return self.client.base_url
 
     def compute_facts(self):
-        return compute_facts(self.client.get_compute())
+        self.compute = self.client.get_compute()
+        return compute_facts(self.compute)
 
     def document(self):
         return read_document(self.client)

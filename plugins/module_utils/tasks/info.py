@@ -94,6 +94,9 @@ def observe(params, host):
     previous_incarnation, previous_events = guarded(events_of, previous)
     facts, name = guarded(this_vm, host, params["resource_name"], params["include_instance"])
     try:
+        refusal = host.reset_disk_refusal(params["state_path"]) if params["state_path"] and facts else ""
+        if refusal:
+            raise TaskFailed(refusal)
         return _read_events(params, host, facts, name, previous, previous_incarnation, previous_events,
                             state, state_status)
     except TaskFailed as exc:

@@ -83,8 +83,10 @@ def test_options_the_host_cannot_be_read_without_are_refused_in_one_sentence(
         checked_options("web0", options)
 
 
-def test_a_state_the_controller_cannot_read_makes_the_host_blind_not_a_traceback(tmp_path: Path) -> None:
-    host = ControlPlaneHost("web0", {"vm_id": WEB0, "state_dir": str(tmp_path), "read": fresh_read()}, print,
-                            str(tmp_path))  # a folder: reading it raises IsADirectoryError
-    with pytest.raises(ControlPlaneBlind, match="Cannot read web0's state on the controller"):
+def test_a_state_store_the_controller_cannot_reach_makes_the_host_busy_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")  # a file where the database's folder should be: it cannot be created
+    host = ControlPlaneHost("web0", {"vm_id": WEB0, "store": "sqlite://%s/file/state.db" % tmp_path,
+                                     "read": fresh_read()}, print, "/var/lib/se/state.json")
+    with pytest.raises(TaskFailed, match=r"^Cannot read web0's state in the controller's state store \(cannot reach "
+                                         r"the state store sqlite://.*\); web0 counts as busy \(unread\)\.$"):
         host.document()
