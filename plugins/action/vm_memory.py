@@ -11,8 +11,8 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.split_sets import refusal
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store import MEMORY, StoreError
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store_url import (
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.interface import MEMORY, StoreError
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.url import (
     StoreUrlError,
     open_store,
 )

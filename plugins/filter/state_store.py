@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store_url import awx_refusal
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.url import awx_refusal
 
 
 def state_store_refusal(store, job_id=None, state_dir="", memory_path=""):

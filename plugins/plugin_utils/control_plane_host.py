@@ -50,13 +50,13 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.
     TaskFailed,
     utc_now,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store import (
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.interface import (
     LOCK,
     STATE,
     Store,
     StoreError,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store_url import (
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.url import (
     FILE,
     StoreUrlError,
     open_store,

@@ -55,7 +55,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.
     read_catching_up,
     resource_groups,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store_url import awx_refusal
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.url import awx_refusal
 from imds_simulator import control_plane
 from imds_simulator.control_plane import GraphSettings, deliveries
 from tests.reliability.fault_model import FAULTS, Cycle, FleetRun, Faults, fleet_run

@@ -1,9 +1,9 @@
-"""Which store a URL names (plugin_utils/store/store_url.py), and the AWX job's refusal of a store under its home."""
+"""Which store a URL names (plugin_utils/store/url.py), and the AWX job's refusal of a store under its home."""
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store_url import (
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.url import (
     FILE,
     POSTGRESQL,
     SQLITE,

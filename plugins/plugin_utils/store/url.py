@@ -17,12 +17,12 @@ import re
 from dataclasses import dataclass
 from typing import Callable, List, Optional
 
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.file_store import FileStore
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.sql_store import (
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.files import FileStore
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.sql import (
     postgresql_store,
     sqlite_store,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store import Store
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.interface import Store
 
 FILE, SQLITE, POSTGRESQL = "file", "sqlite", "postgresql"
 FIX = ("set maintenance_cycle_state_store to a PostgreSQL URL (postgresql://...) or to a persistent path (file:/dir "

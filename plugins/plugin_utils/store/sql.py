@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from urllib.parse import urlsplit, urlunsplit
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.cycle_lock import parse_lock
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store import (
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.interface import (
     DELETE,
     KINDS,
     LOCK,

@@ -9,15 +9,15 @@ import psycopg
 import pytest
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.cycle_lock import lock_text
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.sql_store import TABLE_PREFIX
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store import (
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.sql import TABLE_PREFIX
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.interface import (
     LOCK,
     STATE,
     StoreError,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store_url import open_store
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.url import open_store
 from tests.postgres_server import postgresql_server
-from tests.unit.plugins.plugin_utils.store.test_store import NOW, count_at_once, exercise
+from tests.unit.plugins.plugin_utils.store.test_interface import NOW, count_at_once, exercise
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@
 """The file store: the texts as files on this control node, where the collection has always kept them.
 
 Right for one control node whose home lasts (cron, a rulebook on one machine); an AWX job's home does not last
-(store_url.awx_refusal). A state or a lock is <state_dir>/<key> (<host>/state.json, <host>/state.json.lock), the
+(url.awx_refusal). A state or a lock is <state_dir>/<key> (<host>/state.json, <host>/state.json.lock), the
 memory is the file `memory_path(target)` names. Each change runs under an exclusive flock (lease/lock_file.py).
 """
 
@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.linux_vm import LocalFiles
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.lock_file import read_text
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store import (
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.interface import (
     MEMORY,
     STATE,
     Store,

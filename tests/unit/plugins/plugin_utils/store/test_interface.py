@@ -1,5 +1,5 @@
-"""The controller's state store (plugin_utils/store/store.py): every backend keeps the same texts (files, a real
-SQLite file; a real PostgreSQL server in test_postgresql_store.py), and a change is all or nothing."""
+"""The controller's state store (plugin_utils/store/interface.py): every backend keeps the same texts (files, a real
+SQLite file; a real PostgreSQL server in test_sql_postgresql.py), and a change is all or nothing."""
 from __future__ import annotations
 
 import json
@@ -11,14 +11,14 @@ from typing import List, Optional, Tuple
 import pytest
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.cycle_lock import claim
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store import (
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.interface import (
     DELETE,
     LOCK,
     MEMORY,
     STATE,
     Store,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store_url import open_store
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.url import open_store
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
 

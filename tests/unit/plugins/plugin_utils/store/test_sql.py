@@ -1,6 +1,6 @@
-"""The SQLite store (plugin_utils/store/sql_store.py) on a real SQLite file: one table per kind, a lock row naming its
+"""The SQLite store (plugin_utils/store/sql.py) on a real SQLite file: one table per kind, a lock row naming its
 owner and lease, each change one step between controllers, a database that cannot be reached or used an error the
-tasks count as busy. The same code against a real PostgreSQL server: test_postgresql_store.py."""
+tasks count as busy. The same code against a real PostgreSQL server: test_sql_postgresql.py."""
 from __future__ import annotations
 
 import sqlite3
@@ -10,19 +10,19 @@ from typing import Callable
 import pytest
 
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.cycle_lock import lock_text
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.sql_store import (
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.sql import (
     TABLE_PREFIX,
     without_password,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store import (
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.interface import (
     LOCK,
     MEMORY,
     STATE,
     Store,
     StoreError,
 )
-from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.store_url import open_store
-from tests.unit.plugins.plugin_utils.store.test_store import NOW, count_at_once
+from ansible_collections.azure_imds.scheduled_events.plugins.plugin_utils.store.url import open_store
+from tests.unit.plugins.plugin_utils.store.test_interface import NOW, count_at_once
 
 
 def test_a_sqlite_store_is_one_table_per_kind_and_a_lock_row_names_its_owner_and_lease(tmp_path: Path) -> None:

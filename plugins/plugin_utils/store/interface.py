@@ -8,7 +8,7 @@ lock of the run working on it (`LOCK`), and the memory of the target's VMs (`MEM
 An AWX job starts with a fresh home and two controllers (the Event Grid rulebook beside the scheduled cycle, two AWX
 nodes) each have their own: kept in files under the home, all of it is lost between jobs or kept twice. So each is a
 text under a key (`<host>/<file name>` for a state or a lock, the target for the memory), in a store the role names
-by one URL (store_url.py): files (file_store.py), SQLite or PostgreSQL (sql_store.py).
+by one URL (url.py): files (files.py), SQLite or PostgreSQL (sql.py).
 
 The texts are the ones the files held, judged by the same pure code (cycle_lock, cycle_state, vm_memory): a store
 only reads, writes, and runs `change` on a text under an exclusive guard, so that "read, judge, write" is one step
