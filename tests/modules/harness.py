@@ -48,17 +48,19 @@ def play(tmp: Path, fleet: Optional[LiveFleet], tasks: Sequence[Tuple[str, Dict[
     for name, vm in windows.items():
         inventory_hosts[name] = {"imds_url": fleet.url(vm), "ansible_connection": "windows_double",
                                  "ansible_windows_double_root": str(tmp / "windows" / name)}
-    hosts = list(inventory_hosts)
     inventory = {"all": {"hosts": inventory_hosts, "vars": {"ansible_python_interpreter": sys.executable}}}
     (tmp / "inventory.json").write_text(json.dumps(inventory))
     body = []
     for name, task in tasks:
         body.append(dict(task, name=name, register=_var(name), ignore_errors=True))
-    dump = {name: "{{ %s | default(None) }}" % _var(name) for name, _ in tasks}
+    # One file for every host, written once: a `copy` per host cost each test a module call per host.
+    per_host = "{%s}" % ", ".join("%s: hostvars[h].%s | default(None)" % (json.dumps(name), _var(name))
+                                   for name, _ in tasks)
     body.append({"name": "dump results", "ansible.builtin.copy": {
-        "content": "{{ %s | to_json }}" % json.dumps(dump).replace('"{{ ', "").replace(' }}"', ""),
-        "dest": str(out) + "/{{ inventory_hostname }}.json"}, "check_mode": False, "diff": False,
-        "delegate_to": "localhost"})
+        "content": "{%% set ns = namespace(out={}) %%}{%% for h in ansible_play_hosts_all %%}"
+                   "{%% set ns.out = ns.out | combine({h: %s}) %%}{%% endfor %%}{{ ns.out | to_json }}" % per_host,
+        "dest": str(out / "results.json")}, "check_mode": False, "diff": False,
+        "delegate_to": "localhost", "run_once": True})
     playbook = [{"hosts": "all", "gather_facts": False, "tasks": body}]
     (tmp / "playbook.json").write_text(json.dumps(playbook))
     command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp / "inventory.json"),
@@ -75,7 +77,8 @@ def play(tmp: Path, fleet: Optional[LiveFleet], tasks: Sequence[Tuple[str, Dict[
     if windows:
         environment["ANSIBLE_CONNECTION_PLUGINS"] = str(WINDOWS_DOUBLE)
     proc = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=300)
-    results = {h: json.loads((out / f"{h}.json").read_text()) for h in hosts if (out / f"{h}.json").exists()}
+    written = out / "results.json"
+    results = json.loads(written.read_text()) if written.exists() else {}
     return Run(proc.returncode, results, proc.stdout, proc.stderr)
 
 

@@ -62,6 +62,7 @@ def refusal(set_name, names):
     """The one sentence a refused set gets."""
     shown = ", ".join(names[:NAMES_SHOWN]) + (" and %d more" % (len(names) - NAMES_SHOWN) if len(names) > NAMES_SHOWN else "")
     return ("%s has VMs outside this target (%s): another run may drain them, which this run cannot see, so it "
-            "prepares and approves nothing in that set (owed recovers still run); run one target per set, or set "
-            "maintenance_cycle_approve_outside_inventory if nothing else manages those VMs (events listing them are "
-            "then approved once this target's hosts are prepared)." % (set_name, shown))
+            "prepares and approves nothing in that set (owed recovers still run); run one target per set (an AWX job "
+            "template with job slicing splits every set: partition the inventory by whole sets instead, one template "
+            "per partition), or set maintenance_cycle_approve_outside_inventory if nothing else manages those VMs "
+            "(events listing them are then approved once this target's hosts are prepared)." % (set_name, shown))

@@ -37,7 +37,9 @@ def test_a_remembered_name_that_is_the_targets_own_now_splits_nothing() -> None:
 
 
 def test_the_refusal_is_one_sentence_naming_the_set_a_few_vms_and_both_ways_out() -> None:
+    """Both ways out, and the one a sliced AWX job needs: job slicing splits hosts round-robin, so every set."""
     sentence = refusal("availability set as1", ["vm%d" % n for n in range(8)])
     assert sentence.startswith("availability set as1 has VMs outside this target (vm0, vm1, vm2, vm3, vm4 and 3 more)")
     assert "run one target per set" in sentence and "maintenance_cycle_approve_outside_inventory" in sentence
+    assert "job slicing splits every set: partition the inventory by whole sets instead" in sentence
     assert sentence.count(". ") == 0 and sentence.endswith(").")
