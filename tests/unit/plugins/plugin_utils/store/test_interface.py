@@ -56,12 +56,12 @@ def count_at_once(url: str, controllers: int, each: int) -> Tuple[List[BaseExcep
     def add_ones() -> None:
         store = open_store(url)
         try:
-            for _ in range(each):
+            for _round in range(each):
                 store.update(STATE, "web0/state.json", lambda text: str(int(text or "0") + 1))
         except BaseException as exc:  # pragma: no cover - shown by the caller's assert
             errors.append(exc)
 
-    threads = [threading.Thread(target=add_ones) for _ in range(controllers)]
+    threads = [threading.Thread(target=add_ones) for _controller in range(controllers)]
     for thread in threads:
         thread.start()
     for thread in threads:
