@@ -1,5 +1,5 @@
 """The controller's state store (plugin_utils/store/interface.py): every backend keeps the same texts (files, a real
-SQLite file; a real PostgreSQL server in test_sql_postgresql.py), and a change is all or nothing."""
+SQLite file; a real PostgreSQL server in tests/integration/test_postgresql_store.py), and a change is all or nothing."""
 from __future__ import annotations
 
 import json

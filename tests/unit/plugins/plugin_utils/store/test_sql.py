@@ -1,6 +1,6 @@
 """The SQLite store (plugin_utils/store/sql.py) on a real SQLite file: one table per kind, a lock row naming its
 owner and lease, each change one step between controllers, a database that cannot be reached or used an error the
-tasks count as busy. The same code against a real PostgreSQL server: test_sql_postgresql.py."""
+tasks count as busy. The same code against a real PostgreSQL server: tests/integration/test_postgresql_store.py."""
 from __future__ import annotations
 
 import sqlite3

@@ -1,4 +1,5 @@
-"""The PostgreSQL store against a real PostgreSQL server (tests/postgres_server.py): the same texts as every
+"""The PostgreSQL store (plugin_utils/store/sql.py) against a real PostgreSQL server, in the pytest job rather than
+under ansible-test units, whose environments hold no server (tests/postgres_server.py): the same texts as every
 store, each change one step between controllers (two connections at once lose no change), a lock row naming its
 owner and lease, and a server that cannot be reached an error the tasks count as busy."""
 from __future__ import annotations
