@@ -29,7 +29,7 @@ def test_hosts_of_two_groups_with_different_settings_are_refused_before_anything
 
 
 def test_a_vm_whose_state_is_on_an_ephemeral_os_disk_counts_as_busy() -> None:
-    run = reset_disk_run(3, FAULTS[FAULTY], 300, hours=8.0)
+    run = reset_disk_run(3, FAULTS[FAULTY], 300)
     assert run.verdict.problems == [], problems(run)
     assert run.disk_refusals and run.ledger.drains, "its reads were refused, the other VMs drained"
     assert run.reset_for, "Redeploys moved VMs (an ephemeral disk's state would be gone)"
