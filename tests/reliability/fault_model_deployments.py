@@ -69,7 +69,7 @@ RESETTING = ("Redeploy",)  # a move to another node: an ephemeral OS disk is a f
 @dataclass
 class ResetDiskRun(FleetRun):
     ephemeral: Set[str] = field(default_factory=set)  # VMs whose state is on an ephemeral OS disk
-    reset_for: Set[str] = field(default_factory=set)  # events whose start has already erased their VMs' disks
+    reset_for: Set[str] = field(default_factory=set)  # Redeploys that have already erased their VMs' disks
     resets: int = 0  # states erased
     disk_refusals: int = 0  # reads refused for the state's disk
 
@@ -81,12 +81,13 @@ class ResetDiskRun(FleetRun):
         return super().read(vm, cycle)
 
     def reset_disks(self) -> None:
-        """Each Redeploy that has started moved its VMs: their ephemeral OS disks, and any state on them, are new
-        (the ledger's drain stays: the NIC is out of its pool until a recover puts it back)."""
+        """Each Redeploy that has run moved its VMs: they answer again from their new node, their ephemeral OS disks,
+        and any state on them, new (the ledger's drain stays: the NIC is out of its pool until a recover puts it
+        back). The state is gone by the first read that no longer shows the event (a state erased while a read still
+        shows the event Started is prepared again, which is no test of the rule)."""
         self.engine.advance_to(self.now)
         for event in self.engine.events:
-            if event.event_type in RESETTING and event.started_at is not None and event.started_at <= self.now \
-                    and event.event_id not in self.reset_for:
+            if event.event_type in RESETTING and event.outcome == "completed" and event.event_id not in self.reset_for:
                 self.reset_for.add(event.event_id)
                 for vm in event.resources:
                     if vm in self.ephemeral and self.states.pop(vm, None) is not None:
