@@ -8,7 +8,12 @@ EVENT_DRIVEN_EVERY-th fleet-day, the event-driven path (fleet x faults x how the
 costs about ten times as much; every SPLIT_EVERY-th, a set split over two scheduled runs (fleet x faults), each
 its own target; and every CONTROL_PLANE_EVERY-th, scheduled runs with every other VM on the control-plane transport
 (fleet x faults, tests/reliability/fault_model_control_plane.py), and as many (at index 3, 13, ...) of the same fleet
-driven by Event Grid notifications (delayed, repeated, lost) with a fallback cycle every 15 minutes. Combinations are taken in turn, so any number of fleet-days covers them all evenly.
+driven by Event Grid notifications (delayed, repeated, lost) with a fallback cycle every 15 minutes. Of every
+DEPLOYMENTS_EVERY, five take a scheduled one's place with the deployments of issue 43 (each judged the same way):
+AWX jobs with a fresh home (a shared store, or the default one, refused), hosts of two groups with different
+settings (refused), VMs whose state is on an ephemeral OS disk, two controllers acting on the same VMs through one
+store, and control-plane Spot VMs started again after their eviction (tests/reliability/fault_model_deployments.py).
+Combinations are taken in turn, so any number of fleet-days covers them all evenly.
 Runs on every core (seeded: the same figures each time).
 Exits 1 when any fleet-day breaks an invariant, printing its seed and combination (they reproduce it).
 
@@ -36,11 +41,13 @@ REPO = Path(__file__).resolve().parent.parent
 JOURNALS = REPO / "build" / "invariants"
 CODE = ("plugins", "roles/maintenance_cycle", "imds_simulator", "tests/reliability/fault_model.py",
         "tests/reliability/fault_model_event_driven.py", "tests/reliability/fault_model_control_plane.py",
-        "tools/fault_model_run.py",
+        "tests/reliability/fault_model_deployments.py", "tools/fault_model_run.py",
         "tools/stage_collection.py")  # what a fleet-day's verdict depends on
 COUNTED = ("cycles", "drains", "undrains", "approvals", "kills", "late_drains", "refusals", "event_driven", "split",
            "split_refused", "taken_as_deleted", "pushes", "pushes_refused", "pushes_dropped", "control_plane",
-           "control_plane_blind", "acknowledged", "event_grid", "notifications", "graph_waits")
+           "control_plane_blind", "acknowledged", "event_grid", "notifications", "graph_waits", "fresh_home",
+           "jobs_refused", "homes_lost", "per_group", "reset_disk", "disk_resets", "disk_refusals", "two_controllers",
+           "spot_restart", "restarted")
 PERIODS = (60, 300)
 EVENT_DRIVEN_EVERY = 5
 SPLIT_EVERY = 10  # at index 2, 12, 22, ... (never an event-driven one)
@@ -48,6 +55,11 @@ SPLIT = "split"
 CONTROL_PLANE_EVERY = 10  # at index 7, 17, 27, ... (never an event-driven or a split one)
 CONTROL_PLANE = "control-plane"
 EVENT_GRID = "event-grid"
+DEPLOYMENTS_EVERY = 20  # at index 0, 1, 6, 10 and 11 of every 20 (scheduled ones' places)
+FRESH_HOME = {"fresh-home, shared store": "postgresql://awx-postgres/scheduled_events",  # what AWX users may name
+              "fresh-home, home store": "file:"}  # the default, under the job's home: every job refused
+PER_GROUP, RESET_DISK, TWO_CONTROLLERS, SPOT_RESTART = "per-group", "reset-disk", "two-controllers", "spot-restart"
+DEPLOYMENT_AT = {0: "fresh-home", 1: PER_GROUP, 6: RESET_DISK, 10: TWO_CONTROLLERS, 11: SPOT_RESTART}
 
 Combo = Tuple[int, str, str, object]  # (seed, fleet, faults, a cycle period in seconds or an event-driven setup)
 
@@ -72,7 +84,8 @@ def _importable(root: Optional[Path]) -> None:
             sys.path.insert(0, path)
 
 
-KINDS = ("all", "scheduled", "event-driven", "split", "control-plane", "event-grid")
+DEPLOYMENT_COUNTED = ("fresh_home", "per_group", "reset_disk", "two_controllers", "spot_restart")
+KINDS = ("all", "scheduled", "event-driven", "split", "control-plane", "event-grid") + tuple(DEPLOYMENT_AT.values())
 
 
 def combos(fleet_days: int, only: str = "all") -> List[Combo]:
@@ -85,15 +98,24 @@ def combos(fleet_days: int, only: str = "all") -> List[Combo]:
     event_grid = list(itertools.product(sorted(FLEETS), sorted(CONTROL_PLANE_FAULTS), [EVENT_GRID]))
     event_driven = list(itertools.product(sorted(FLEETS), sorted(FAULTS), sorted(SETUPS)))
     split = list(itertools.product(sorted(FLEETS), sorted(FAULTS), [SPLIT]))
+    deployments = {"fresh-home": list(itertools.product(sorted(FLEETS), sorted(CONTROL_PLANE_FAULTS),
+                                                        sorted(FRESH_HOME))),
+                   PER_GROUP: list(itertools.product(sorted(FLEETS), sorted(FAULTS), [PER_GROUP])),
+                   RESET_DISK: list(itertools.product(sorted(FLEETS), sorted(FAULTS), [RESET_DISK])),
+                   TWO_CONTROLLERS: list(itertools.product(sorted(FLEETS), sorted(CONTROL_PLANE_FAULTS),
+                                                           [TWO_CONTROLLERS])),
+                   SPOT_RESTART: list(itertools.product(sorted(FLEETS), sorted(CONTROL_PLANE_FAULTS), [SPOT_RESTART]))}
     chosen, counts = [], Counter()
     for index in range(fleet_days):
         kinds = (event_driven if index % EVENT_DRIVEN_EVERY == EVENT_DRIVEN_EVERY - 1
                  else split if index % SPLIT_EVERY == 2
                  else control_plane if index % CONTROL_PLANE_EVERY == 7
-                 else event_grid if index % CONTROL_PLANE_EVERY == 3 else scheduled)
+                 else event_grid if index % CONTROL_PLANE_EVERY == 3
+                 else deployments[DEPLOYMENT_AT[index % DEPLOYMENTS_EVERY]]
+                 if index % DEPLOYMENTS_EVERY in DEPLOYMENT_AT else scheduled)
         if only != "all":
-            kinds = {"scheduled": scheduled, "event-driven": event_driven, "split": split,
-                     CONTROL_PLANE: control_plane, EVENT_GRID: event_grid}[only]
+            kinds = dict({"scheduled": scheduled, "event-driven": event_driven, "split": split,
+                          CONTROL_PLANE: control_plane, EVENT_GRID: event_grid}, **deployments)[only]
         turn = counts[id(kinds)]
         counts[id(kinds)] += 1
         chosen.append((turn // len(kinds),) + kinds[turn % len(kinds)])
@@ -141,6 +163,13 @@ def _one(combo: Combo) -> Dict[str, object]:
         EVENT_GRID_FAULTS,
         control_plane_run,
         event_grid_run,
+        fresh_home_run,
+    )
+    from tests.reliability.fault_model_deployments import (
+        per_group_run,
+        reset_disk_run,
+        spot_restart_run,
+        two_controllers_run,
     )
     from tests.reliability.fault_model_event_driven import PUSH_FAULTS, event_driven_run, split_run
     seed, fleet, faults, how = combo
@@ -152,6 +181,16 @@ def _one(combo: Combo) -> Dict[str, object]:
     elif how == EVENT_GRID:
         given, back = CONTROL_PLANE_FAULTS[faults]
         run = event_grid_run(seed, given, back, *EVENT_GRID_FAULTS[faults], fleet=fleet)
+    elif how in FRESH_HOME:
+        run = fresh_home_run(seed, *CONTROL_PLANE_FAULTS[faults], FRESH_HOME[how], fleet=fleet)
+    elif how == PER_GROUP:
+        run = per_group_run(seed, FAULTS[faults], PERIODS[0], fleet=fleet)
+    elif how == RESET_DISK:
+        run = reset_disk_run(seed, FAULTS[faults], PERIODS[0], fleet=fleet)
+    elif how == TWO_CONTROLLERS:
+        run = two_controllers_run(seed, *CONTROL_PLANE_FAULTS[faults], PERIODS[0], fleet=fleet)
+    elif how == SPOT_RESTART:
+        run = spot_restart_run(seed, *CONTROL_PLANE_FAULTS[faults], PERIODS[0], fleet=fleet)
     elif how == SPLIT:
         run = split_run(seed, FAULTS[faults], PERIODS[0], fleet=fleet)
     else:
@@ -159,7 +198,13 @@ def _one(combo: Combo) -> Dict[str, object]:
     return {"combo": combo, "problems": run.verdict.problems, "cycles": run.cycles, "drains": run.ledger.drains,
             "undrains": run.ledger.undrains, "approvals": run.verdict.approvals, "kills": run.verdict.kills,
             "late_drains": run.verdict.late_drains, "refusals": run.refusals,
-            "event_driven": int(not isinstance(how, int) and how not in (SPLIT, CONTROL_PLANE, EVENT_GRID)),
+            "event_driven": int(not isinstance(how, int) and how not in (SPLIT, CONTROL_PLANE, EVENT_GRID)
+                                and how not in FRESH_HOME and how not in DEPLOYMENT_AT.values()),
+            "fresh_home": int(how in FRESH_HOME), "jobs_refused": getattr(run, "jobs_refused", 0),
+            "homes_lost": getattr(run, "homes_lost", 0), "per_group": int(how == PER_GROUP),
+            "reset_disk": int(how == RESET_DISK), "disk_resets": getattr(run, "resets", 0),
+            "disk_refusals": getattr(run, "disk_refusals", 0), "two_controllers": int(how == TWO_CONTROLLERS),
+            "spot_restart": int(how == SPOT_RESTART), "restarted": getattr(run, "restarted", 0),
             "split": int(how == SPLIT), "control_plane": int(how == CONTROL_PLANE), "event_grid": int(how == EVENT_GRID),
             "notifications": getattr(run, "notifications", 0), "graph_waits": getattr(run, "waits", 0),
             "control_plane_blind": getattr(run, "blind", 0), "acknowledged": getattr(run, "acknowledged", 0),
@@ -235,12 +280,17 @@ def _run(args: argparse.Namespace, root: Path) -> int:
                 break
     seconds = time.monotonic() - started
     scheduled = (totals['fleet-days'] - totals['event_driven'] - totals['split'] - totals['control_plane']
-                 - totals['event_grid'])
+                 - totals['event_grid'] - sum(totals[k] for k in DEPLOYMENT_COUNTED))
     print(f"{totals['fleet-days']} fleet-days ({scheduled} scheduled every {' or '.join(f'{p} s' for p in PERIODS)}, "
           f"{totals['event_driven']} event-driven, {totals['split']} split over two runs, {totals['control_plane']} "
           f"half on the control plane: {totals['acknowledged']} acknowledged, {totals['control_plane_blind']} "
           f"claims blind), {totals['event_grid']} from Event Grid ({totals['notifications']} notifications, "
-          f"{totals['graph_waits']} reads again for Resource Graph to catch up), {totals['cycles']} "
+          f"{totals['graph_waits']} reads again for Resource Graph to catch up), {totals['fresh_home']} of AWX "
+          f"jobs with a fresh home ({totals['jobs_refused']} jobs refused, {totals['homes_lost']} homes lost), "
+          f"{totals['per_group']} of two groups' settings, {totals['reset_disk']} with ephemeral OS disks "
+          f"({totals['disk_resets']} states erased, {totals['disk_refusals']} reads refused), "
+          f"{totals['two_controllers']} of two controllers through one store, {totals['spot_restart']} of Spot VMs "
+          f"started again ({totals['restarted']} restarts), {totals['cycles']} "
           f"cycles, {totals['drains']} drains, {totals['undrains']} undrains, {totals['approvals']} approvals, "
           f"{totals['kills']} runs killed, {totals['late_drains']} late drains over the limit (the documented "
           f"exception), {totals['refusals']} cycles refused before acting, {totals['split_refused']} events refused "
@@ -281,7 +331,9 @@ def _named(combo: Combo) -> str:
     seed, fleet, faults, how = combo
     how = (f"{how} s" if isinstance(how, int) else "split over two runs" if how == SPLIT
            else "half on the control plane" if how == CONTROL_PLANE
-           else "half on the control plane, from Event Grid" if how == EVENT_GRID else f"event-driven, {how}")
+           else "half on the control plane, from Event Grid" if how == EVENT_GRID
+           else f"half on the control plane, AWX jobs, {how}" if how in FRESH_HOME
+           else how if how in DEPLOYMENT_AT.values() else f"event-driven, {how}")
     return f"seed {seed}, {fleet}, {faults}, {how}"
 
 

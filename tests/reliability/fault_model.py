@@ -429,6 +429,11 @@ class FleetRun:
             return False
         return None
 
+    def host_policies(self, cycle: Cycle) -> Optional[Dict[str, Dict[str, Any]]]:
+        """{host: policy} as each host's own variables give it (the role notes them before any read); None: one
+        policy for the whole fleet, the run's."""
+        return None
+
     def silent_when_gone(self, vm: str) -> bool:
         """Whether the VM's silence is its own (its IMDS), as the role tells the plan (plugins/filter/cycle.py)."""
         return True
@@ -456,7 +461,8 @@ class FleetRun:
             return
         cycle.planned_at = self.now
         try:
-            plan = plan_cycle(given, self.policy, self.now, cycle.target, remembered)
+            plan = plan_cycle(given, self.policy, self.now, cycle.target, remembered,
+                              host_policies=self.host_policies(cycle))
         except PolicyError:
             self.refusals += 1  # the run fails before anything is done; its `always` gives the locks back
             self.release_all(cycle)
@@ -662,10 +668,11 @@ def scenario() -> sc.Scenario:
     return sc.Scenario(**dict(vars(base), specs=list(base.specs) + list(extra.specs)))
 
 
-def fleet_run(kind: type, seed: int, faults: Faults, hours: float, fleet: str, **fields: Any) -> Any:
-    """A FleetRun (or a kind of it) on a fresh engine: faults for the first 80 % of `hours`, then a fault-free
-    settle."""
-    mix = scenario()
+def fleet_run(kind: type, seed: int, faults: Faults, hours: float, fleet: str, mix: Optional[sc.Scenario] = None,
+              **fields: Any) -> Any:
+    """A FleetRun (or a kind of it) on a fresh engine (its events drawn from `mix`, by default scenario()): faults
+    for the first 80 % of `hours`, then a fault-free settle."""
+    mix = mix or scenario()
     spec_fields, id_case = FLEETS[fleet]
     spec = FleetSpec(**dict(mix.fleet, **spec_fields))
     engine = Engine(build_fleet(spec), mix, START, time_scale=1.0, seed=seed,

@@ -296,7 +296,7 @@ class FreshHomeRun(ControlPlaneRun):
     """Scheduled AWX jobs (issue 43, finding 2): each starts with a fresh home, so what the controller kept under it
     (control-plane hosts' state and VM locks, the memory of VMs) is gone for the next job, unless the state store
     (`store`, maintenance_cycle_state_store) is elsewhere. Each job asks the role's own refusal first
-    (store/store_url.awx_refusal); `obey_refusal` False is the model's mutant, a job that runs anyway."""
+    (store/url.awx_refusal); `obey_refusal` False is the model's mutant, a job that runs anyway."""
     store: str = "file:"
     obey_refusal: bool = True
     jobs: int = 0
@@ -305,12 +305,14 @@ class FreshHomeRun(ControlPlaneRun):
 
     def cycle(self, at: datetime) -> None:
         self.jobs += 1
-        under_home = awx_refusal(self.store, str(self.jobs), HOME, DEFAULT_STATE_DIR, DEFAULT_MEMORY)
-        if under_home and self.obey_refusal:
+        refused = awx_refusal(self.store, str(self.jobs), HOME, DEFAULT_STATE_DIR, DEFAULT_MEMORY)
+        if refused and self.obey_refusal:
             self.jobs_refused += 1  # stopped before any read: the VMs are left to Azure, nothing is drained
             return
         super().cycle(at)
-        if under_home:
+        # Where the store lives is the model's own knowledge, never the refusal's answer (a refusal that misses a
+        # store under the home must still lose it): "file:" keeps the role's default paths, under the home.
+        if self.store == "file:":
             self.lose_home()
 
     def lose_home(self) -> None:
