@@ -188,6 +188,11 @@ def control_plane_run(seed: int, faults: Faults, back: float, period_s: int, hou
     """One fleet-day of scheduled runs, every other VM on the control plane (a `kind` of run, given `fields`)."""
     run = fleet_run(kind, seed, faults, hours, fleet, task_s=2.0, back=back, **fields)
     run.on_control_plane = set(run.vms()[::2])
+    return on_schedule(run, period_s, hours)
+
+
+def on_schedule(run: Any, period_s: int, hours: float) -> Any:
+    """`run`'s cycles every `period_s` for `hours`, then its end."""
     end, at = run.now + timedelta(hours=hours), run.now
     while at < end:
         run.cycle(at)

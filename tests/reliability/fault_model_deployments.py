@@ -25,7 +25,12 @@ from typing import Any, Dict, List, Optional, Set
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import ephemeral_os_disk
 from imds_simulator import scenario as sc
 from tests.reliability.fault_model import POLICY, TASK_S, Cycle, Faults, FleetRun, fleet_run, scenario
-from tests.reliability.fault_model_control_plane import KEPT_S, ControlPlaneRun, control_plane_run
+from tests.reliability.fault_model_control_plane import (
+    KEPT_S,
+    ControlPlaneRun,
+    control_plane_run,
+    on_schedule,
+)
 
 # ----------------------------------------------------------------------------------------------- per-group policies
 
@@ -57,7 +62,7 @@ def per_group_run(seed: int, faults: Faults, period_s: int, hours: float = 24.0,
                   ) -> PerGroupRun:
     run = fleet_run(PerGroupRun, seed, faults, hours, fleet, task_s=TASK_S)
     run.db = set(run.vms()[1::2])
-    return _scheduled(run, period_s, hours)
+    return on_schedule(run, period_s, hours)
 
 
 # ---------------------------------------------------------------------------------------------------- reset disks
@@ -98,16 +103,7 @@ def reset_disk_run(seed: int, faults: Faults, period_s: int, hours: float = 24.0
                    ) -> ResetDiskRun:
     run = fleet_run(ResetDiskRun, seed, faults, hours, fleet, task_s=TASK_S)
     run.ephemeral = set(run.vms()[1::3])
-    return _scheduled(run, period_s, hours)
-
-
-def _scheduled(run: Any, period_s: int, hours: float) -> Any:
-    end, at = run.now + timedelta(hours=hours), run.now
-    while at < end:
-        run.cycle(at)
-        at += timedelta(seconds=period_s)
-    run.finish(at, period_s)
-    return run
+    return on_schedule(run, period_s, hours)
 
 
 # ---------------------------------------------------------------------------------------- two controllers, one store
