@@ -140,7 +140,9 @@ def test_the_cycle_on_a_schedule_walks_the_fault_domains_one_at_a_time_and_takes
     recovered after it ends; a fault domain is prepared only after the one before it has ended. A VM whose IMDS
     drops and a host whose prepare fails once fail the runs that missed them, naming them, and are prepared by a
     later run."""
-    fleet = LiveFleet(None, time_scale=10.0, seed=3, fleet=FleetSpec(vms=3, fault_domains=2))
+    # Time scale 4: each event's notice lasts 225 s or more, longer than a run on a loaded machine (at 10 a slow run
+    # saw its event start at NotBefore, and the VM dropped the leader's approval).
+    fleet = LiveFleet(None, time_scale=4.0, seed=3, fleet=FleetSpec(vms=3, fault_domains=2))
     try:
         unread, _, failing = fleet.vms  # both in fault domain 0, whose event comes first
         fleet.fault(unread, {"kind": "drop", "count": 5})  # the read's 5 attempts
@@ -194,7 +196,7 @@ def test_without_prepare_tasks_only_user_events_and_short_freezes_are_approved_e
     """One cycle without prepare tasks over three events on three VMs (the rules, one by one, are unit tests
     of cycle/plan.py): a User reboot and a 5-second Freeze are approved at once; a Platform reboot waits for
     NotBefore."""
-    fleet = LiveFleet(None, time_scale=20.0, fleet=FleetSpec(vms=6, fault_domains=3))
+    fleet = LiveFleet(None, time_scale=4.0, fleet=FleetSpec(vms=6, fault_domains=3))  # notices of 225 s
     try:
         user, freeze, platform = fleet.vms[:3]
         (user_id,) = fleet.inject({"key": "user", "type": "Reboot", "source": "User", "notice_s": 900,
@@ -289,8 +291,8 @@ def test_hardware_failure_gets_no_prepare_and_a_recover_after(bench: CycleBench)
 # recover; it is never approved, and the Reboot is approved as ever. Time scale 10: 60 s of notice for the advisory,
 # which the simulator then withdraws.
 def test_an_advisory_listed_by_the_user_is_prepared_and_recovered_never_approved(tmp_path: Path) -> None:
-    fleet = LiveFleet(None, time_scale=10.0, fleet=FleetSpec(kind="scale_set", name="spot", vms=2, fault_domains=1))
-    try:
+    fleet = LiveFleet(None, time_scale=4.0, fleet=FleetSpec(kind="scale_set", name="spot", vms=2, fault_domains=1))
+    try:  # time scale 4: notices of 150 and 225 s, longer than a run on a loaded machine
         bench = CycleBench(fleet, tmp_path)
         spot, other = fleet.vms
         (advisory_id,) = fleet.inject({"key": "rebalance", "type": "SpotRebalanceRecommendation", "notice_s": 600,
@@ -317,7 +319,8 @@ def test_a_scale_sets_terminates_are_approved_together_never_one_alone(tmp_path:
     shortens nothing. A prepare failing on one VM fails the job on that VM, keeps its state (the prepare began: a
     recover is owed) and its set's other Terminate unapproved; the next cycle approves both, and the simulator
     (which holds a lone approved Terminate, as Azure does) starts both early."""
-    fleet = LiveFleet(None, time_scale=10.0, fleet=FleetSpec(kind="scale_set", name="web", vms=2, fault_domains=1))
+    # Time scale 4: 225 s of notice for two runs on a loaded machine (at 10, 90 s ran out in CI).
+    fleet = LiveFleet(None, time_scale=4.0, fleet=FleetSpec(kind="scale_set", name="web", vms=2, fault_domains=1))
     try:  # one fault domain: Terminates in two would wait for the fault-domain limit as well
         bench = CycleBench(fleet, tmp_path)
         first, second = fleet.vms
@@ -343,7 +346,7 @@ def test_a_scale_sets_terminates_are_approved_together_never_one_alone(tmp_path:
 def test_the_serialisation_unit_can_be_the_update_domain(tmp_path: Path) -> None:
     """Issue 27: one fault domain, two update domains. Counted by update domain (an availability set's reboot
     maintenance walks update domains), the limit of 1 keeps the second event waiting."""
-    fleet = LiveFleet(None, time_scale=10.0, fleet=FleetSpec(vms=4, fault_domains=1, update_domains=2))
+    fleet = LiveFleet(None, time_scale=4.0, fleet=FleetSpec(vms=4, fault_domains=1, update_domains=2))  # 225 s
     try:
         by_domain = {vm.update_domain: vm.name for vm in fleet.engine.fleet.vms}
         for update_domain, vm in sorted(by_domain.items()):
@@ -386,7 +389,8 @@ def test_a_vm_deleted_by_its_own_preempt_frees_its_fault_domain(tmp_path: Path) 
         sighting = memory["vms"][evicted]["deleting"]
         sighting["started_seen_at"] = (datetime.fromisoformat(sighting["started_seen_at"]) - timedelta(minutes=3)).isoformat()
         (tmp_path / "vms.json").write_text(json.dumps(memory))
-        (reboot,) = fleet.inject({"key": "update", "type": "Reboot", "notice_s": 900, "resources": {"names": [other]}})
+        # 45 minutes of notice, 270 s at time scale 10: the Preempt's pace sets the scale, the run must beat this
+        (reboot,) = fleet.inject({"key": "update", "type": "Reboot", "notice_s": 2700, "resources": {"names": [other]}})
         run = bench.run(extra=limit)
         assert f"{evicted} is taken as deleted: its own Preempt {preempt} was seen Started" in run.stdout, run.stdout[-4000:]
         assert {a["event_id"] for a in bench.actions("prepare")} >= {reboot}
@@ -399,9 +403,9 @@ def test_a_vm_deleted_by_its_own_preempt_frees_its_fault_domain(tmp_path: Path) 
 
 # ----------------------------------------------------------------- failure, check mode, idempotence
 
-# Time scale 10: the 15-minute notice lasts 90 s (the failing cycle ends well within it), and the Started
-# event is listed for 6 s.
-@pytest.mark.parametrize("bench", [(None, 10.0)], indirect=True)
+# Time scale 6: the 15-minute notice lasts 150 s (the failing cycle ends well within it, even on a loaded
+# machine), and the Started event is listed for 10 s.
+@pytest.mark.parametrize("bench", [(None, 6.0)], indirect=True)
 def test_regression_a_host_that_fails_after_prepare_still_gets_its_recover(bench: CycleBench) -> None:
     """The approval POST breaks after prepare (it may or may not have reached IMDS): the leader fails. The event
     then runs and is gone before the next cycle, which must still recover the leader: what was prepared was
@@ -417,7 +421,7 @@ def test_regression_a_host_that_fails_after_prepare_still_gets_its_recover(bench
     saved = bench.state(leader)
     assert [(e["event_id"], e["prepare"]) for e in saved["events"]] == [(event["event_id"], "done")]
     assert saved["approved"] == [event["event_id"]], "a POST that may have reached IMDS is never sent again"
-    wait_for(lambda: bench.fleet.truth()[0]["outcome"] == "completed", 150, "Azure to run the event at NotBefore")
+    wait_for(lambda: bench.fleet.truth()[0]["outcome"] == "completed", 300, "Azure to run the event at NotBefore")
     bench.fleet.sim.faults.clear(leader)
     again = bench.run()
     assert again.returncode == 0, again.stdout[-3000:]
@@ -499,7 +503,7 @@ def test_a_set_with_vms_outside_the_target_is_refused_loudly_unless_allowed(benc
 
 
 def test_a_host_left_alone_is_not_contacted_and_holds_its_remembered_fault_domain(tmp_path: Path) -> None:
-    fleet = LiveFleet(None, time_scale=10.0, fleet=FleetSpec(vms=6, fault_domains=3))
+    fleet = LiveFleet(None, time_scale=4.0, fleet=FleetSpec(vms=6, fault_domains=3))  # 225 s of notice
     try:
         bench = CycleBench(fleet, tmp_path)
         assert bench.run().returncode == 0  # quiet: every VM read once, and remembered on the control node

@@ -203,7 +203,7 @@ documents = st.builds(lambda evs, inc: {"DocumentIncarnation": inc, "Events": ev
                       st.lists(raw_events, max_size=6, unique_by=lambda e: e["EventId"]), st.integers(0, 10**6))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(doc=documents)
 def test_valid_documents_always_parse_and_keep_every_event(doc: dict) -> None:
     parsed = parse_document(json.dumps(doc).encode())
@@ -212,7 +212,7 @@ def test_valid_documents_always_parse_and_keep_every_event(doc: dict) -> None:
     assert diff_events(parsed["events"], parsed["events"])["changed"] is False
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(before=documents, after=documents)
 def test_diff_partitions_ids(before: dict, after: dict) -> None:
     old, new = parse_document(before)["events"], parse_document(after)["events"]
@@ -229,7 +229,7 @@ json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats
                            max_leaves=20)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(junk=st.one_of(json_values, st.fixed_dictionaries({"DocumentIncarnation": json_values, "Events": json_values})),
        raw=st.binary(max_size=40))
 def test_any_input_either_parses_or_raises_document_error(junk: object, raw: bytes) -> None:
