@@ -51,6 +51,7 @@ def pytest_unconfigure(config: object) -> None:
 # order a long test can begin last and then run alone while the other worker idles (docs/lab/benchmarks.md, the
 # test suite's cost). What each test costs in CPU: tools/test_cpu_report.py.
 STARTED_FIRST = (
+    "tests/test_readme_try_it.py::test_make_demo_runs_as_written_and_leaves_no_vm_drained",
     "tests/integration/test_cycle.py::test_the_cycle_on_a_schedule_walks_the_fault_domains_one_at_a_time_and_takes_back_hosts_a_run_missed",
     "tests/eda/test_rulebook.py::test_relays_and_the_rulebook_prepare_approve_and_recover_and_a_forged_push_approves_nothing",
     "tests/integration/test_cycle.py::test_regression_a_host_that_fails_after_prepare_still_gets_its_recover",
