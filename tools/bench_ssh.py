@@ -325,9 +325,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                   args.tasks, " ".join(["python tools/bench_ssh.py"] + list(given)))
     print(text)
     if args.report:
+        commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True).stdout.strip()
         with open(args.report, "a") as out:
-            out.write(f"\n## Over SSH, with and without pipelining (`make bench-ssh`, "
-                      f"{datetime.now(timezone.utc):%Y-%m-%d})\n\n{text}")
+            out.write(f"\n## Over SSH, with and without pipelining (`make bench-ssh`)\n\n"
+                      f"{datetime.now(timezone.utc):%Y-%m-%d}, at {commit or 'an unknown commit'}:\n\n{text}")
     return 0
 
 
