@@ -215,8 +215,10 @@ class Sshd:
 
     def __init__(self, config: Path, port: int):
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation dir
-        self.proc = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(config), "-p", str(port)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.log = config.with_name("sshd.log")  # a file, not a pipe nobody reads while the play runs
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(config), "-p", str(port)],
+                                         stdout=subprocess.DEVNULL, stderr=log)
         deadline = time.monotonic() + 15
         while True:
             with socket.socket() as probe:
@@ -224,7 +226,8 @@ class Sshd:
                     return
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.proc.kill()
-                raise SystemExit(f"sshd did not start: {self.proc.stderr.read().decode()[-1000:]}")
+                self.proc.wait()
+                raise SystemExit(f"sshd did not start: {self.log.read_text()[-1000:]}")
             time.sleep(0.05)
 
     def stop(self, grace: float = 30.0) -> float:
@@ -235,7 +238,6 @@ class Sshd:
         self.proc.send_signal(signal.SIGTERM)
         _pid, status, usage = os.wait4(self.proc.pid, 0)
         self.proc.returncode = status  # reaped here, not by Popen
-        self.proc.stderr.close()
         return usage.ru_utime + usage.ru_stime
 
 
