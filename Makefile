@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed-$(shell cat $(REQS) pyproject.toml | cksum | cut -d
 # what it imports again (what that costs: docs/lab/benchmarks.md, the test suite's cost).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo demo-event-driven soak-relay test ansible-test-legs check invariants invariant-mutants sanity units newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-analysis bench-month bench-reaction bench-fast-path venv clean
+.PHONY: demo demo-event-driven soak-relay test ansible-test-legs check invariants invariant-mutants sanity units newest-core newest-core-full pytest fault-table soak notebooks bench-cycle bench-analysis bench-month bench-reaction bench-fast-path bench-ssh venv clean
 
 demo: $(STAMP)
 	$(PY) tools/demo.py
@@ -126,6 +126,11 @@ bench-reaction: $(STAMP)
 BENCH_FAST_PATH_ARGS ?= --vms 100 --report docs/lab/benchmarks.md
 bench-fast-path: $(STAMP)
 	$(PY) tools/bench_fast_path.py $(BENCH_FAST_PATH_ARGS)
+
+# Controller and VM CPU per host per module call over real SSH, Ansible's defaults beside pipelining (docs/lab/benchmarks.md).
+BENCH_SSH_ARGS ?= --hosts 20 --forks 20 --tasks 4 --rounds 2
+bench-ssh: $(STAMP)
+	$(PY) tools/bench_ssh.py $(BENCH_SSH_ARGS)
 
 venv: $(STAMP)
 

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Dict, List
+from typing import Callable, Dict, List
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -35,16 +35,23 @@ class QuietFleet:
         self.server.shutdown()
 
 
-def serve_quiet_fleet(hosts: int, work: Path) -> QuietFleet:
+def local_connection(vm: str) -> Dict[str, str]:
+    """The benchmarks' usual host: this machine through the local connection, with this venv's interpreter."""
+    return {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+
+
+def serve_quiet_fleet(hosts: int, work: Path,
+                      connection: Callable[[str], Dict[str, str]] = local_connection) -> QuietFleet:
+    """The fleet served, and an inventory of it (group azure_vms) whose hosts are reached as `connection` says."""
     fleet = build_fleet(FleetSpec(name="bench", vms=hosts, fault_domains=3))
     sim = Simulator(Engine(fleet, None, datetime.now(timezone.utc)), ServerOptions(rate_limit=0))
     server, _thread = serve_in_thread(sim)
     inventory = work / "inventory.json"
     inventory.write_text(json.dumps({"azure_vms": {
         "hosts": {v.name: {"maintenance_cycle_imds_url": sim.vm_url(v.name),
-                           "maintenance_cycle_state_path": str(work / "state" / f"{v.name}.json")}
-                  for v in fleet.vms},
-        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}))
+                           "maintenance_cycle_state_path": str(work / "state" / f"{v.name}.json"),
+                           **connection(v.name)}
+                  for v in fleet.vms}}}))
     return QuietFleet(work, inventory, server)
 
 

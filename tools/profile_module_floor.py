@@ -21,7 +21,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -61,19 +61,24 @@ def inventory(hosts: int) -> str:
                                  for i in range(hosts))
 
 
-def playbook(play: Optional[Play], tasks: int, state_dir: Path) -> str:
+def playbook(play: Optional[Play], tasks: int, state_dir: Path, hosts: str = "floor") -> str:
     body = "" if play is None else "".join(
         f"    - {play.task.format(n=n, state_dir=state_dir)}\n" for n in range(tasks))
-    return "- hosts: floor\n  gather_facts: false\n  tasks:\n" + (body or "    []\n")
+    return f"- hosts: {hosts}\n  gather_facts: false\n  tasks:\n" + (body or "    []\n")
 
 
-def run_play(work: Path, name: str, text: str, forks: int, env: Dict[str, str]) -> Measured:
+def run_play(work: Path, name: str, text: str, forks: int, env: Dict[str, str], inventory: Optional[Path] = None,
+             settle: Callable[[], None] = lambda: None) -> Measured:
+    """The play's wall and CPU (its process tree, reaped); `settle` ends what the play leaves running (SSH's
+    ControlPersist masters) before the CPU is read, so that it counts too."""
     path = work / f"{re.sub(r'[^a-z0-9]+', '-', name.lower())}.yml"
     path.write_text(text)
     cpu0, wall0 = children_cpu(), time.monotonic()
-    done = subprocess.run([str(PLAYBOOK_BIN), "-i", str(work / "inventory"), "-f", str(forks), str(path)],
-                          capture_output=True, text=True, env={**os.environ, **env}, timeout=3600)
-    wall, cpu = time.monotonic() - wall0, children_cpu() - cpu0
+    done = subprocess.run([str(PLAYBOOK_BIN), "-i", str(inventory or work / "inventory"), "-f", str(forks),
+                           str(path)], capture_output=True, text=True, env={**os.environ, **env}, timeout=3600)
+    wall = time.monotonic() - wall0
+    settle()
+    cpu = children_cpu() - cpu0
     if done.returncode != 0:
         raise SystemExit(f"the play {name!r} failed (rc {done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-1000:]}")
     return Measured(name, wall, cpu)
