@@ -57,11 +57,12 @@ def test_a_notification_through_service_bus_starts_a_cycle_on_the_vms_it_lists(t
     rulebook = subprocess.Popen(["bash", "-ec", docs_command()], cwd=tmp_path, env=env, stdout=log.open("w"),
                                 stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        # 180 s of notice at time scale 10: the rulebook's start and the cycle must approve before NotBefore
-        (event_id,) = fleet.inject({"key": "r", "type": "Reboot", "notice_s": 1800, "resources": {"names": vms[:2]}})
+        # 360 s of notice at time scale 10: the rulebook's start, the Resource Graph's lag and the cycle must approve
+        # before NotBefore, and take minutes less than that on a loaded machine
+        (event_id,) = fleet.inject({"key": "r", "type": "Reboot", "notice_s": 3600, "resources": {"names": vms[:2]}})
         (delivery,) = control_plane.deliveries(fleet.engine, fleet.sim.clock.now())
         queue.write_text(json.dumps(delivery) + "\n" + json.dumps(delivery) + "\n")  # Event Grid sent it twice
-        wait_for(lambda: fleet.approvals() or rulebook.poll() is not None, 180,
+        wait_for(lambda: fleet.approvals() or rulebook.poll() is not None, 360,
                  f"the cycle's approval:\n{log.read_text()[-3000:] if log.exists() else ''}")
         approvals = fleet.approvals()
         # The first cycle ends; a second one (for the repeated delivery) would start right after it.

@@ -1,8 +1,9 @@
 """The event-driven path end to end: relays as local processes on the simulator's VM roots, the real
 ansible-rulebook (Java) with the collection's rulebook and source, and the real cycle it runs.
 
-Time scale 10: a 15-minute notice lasts 90 s, long enough that a machine busy with the other suites still approves
-before the deadline (a shorter notice lets the event start unapproved under load: a timing, not the rule under test).
+Time scale 10 and a 40-minute notice: 240 s, minutes more than the relay's push and the cycle need to approve on a
+machine busy with the other suites (a shorter notice lets the event start unapproved under load: a timing, not the
+rule under test); once approved, the event is Started for 60 s.
 Assertions are on the simulator's ground truth and the prepare/recover log, never on absolute times.
 """
 from __future__ import annotations
@@ -68,8 +69,8 @@ def test_relays_and_the_rulebook_prepare_approve_and_recover_and_a_forged_push_a
         wait_for(lambda: all(r.records() for r in relays), 60, "every relay's first document")
         vm0 = fleet.vms[0]
         injected = time.time()
-        (event_id,) = fleet.inject({"key": "reboot", "type": "Reboot", "notice_s": 900, "resources": {"names": [vm0]}})
-        wait_for(lambda: bench.actions("recover"), 180, "the recover after the event is gone\n" + output()[-2000:])
+        (event_id,) = fleet.inject({"key": "reboot", "type": "Reboot", "notice_s": 2400, "resources": {"names": [vm0]}})
+        wait_for(lambda: bench.actions("recover"), 360, "the recover after the event is gone\n" + output()[-2000:])
         (event,) = fleet.truth()
         approvals = fleet.approvals()
         (prepare,) = bench.actions("prepare")

@@ -100,7 +100,8 @@ def test_approval_seen_starting_is_recorded_as_started_and_without_vm_when_unkno
 
 
 def test_check_mode_writes_no_approval_record(tmp_path: Path) -> None:
-    fleet = LiveFleet("platform-maintenance", time_scale=5.0)  # the notice (3 minutes) outlasts three runs
+    # Time scale 3: the notice (5 minutes) outlasts the three runs, the last of which approves, by minutes
+    fleet = LiveFleet("platform-maintenance", time_scale=3.0)
     try:
         fleet.wait_for_events()
         _check_mode_runs(tmp_path, fleet)

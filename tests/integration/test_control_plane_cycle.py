@@ -38,8 +38,9 @@ def drained_at_once(actions: List[Dict]) -> int:
 def test_one_plan_over_imds_and_the_control_plane_approves_each_event_once_and_recovers_on_completed(
         tmp_path: Path) -> None:
     ca, cert, key = certificate_chain(tmp_path)
-    # Time scale 5: 360 s of notice (three cycles on a machine loaded by the rest of make test and more take over
-    # 200 s), Started for 30 s.
+    # Time scale 5: 720 s of notice, Started for 30 s. The deferred event must be approved by the third cycle before
+    # its NotBefore is near (prepare_anyway_seconds: 480 s, 96 s of wall time), when it would be prepared late and
+    # left to NotBefore: 624 s for three cycles, which on a machine loaded by the rest of make test take over 200 s.
     # Resource Graph pages of one row (1,000 in Azure): every read of this test goes through the module's paging
     fleet = LiveFleet(None, time_scale=5.0, fleet=FleetSpec(vms=4, fault_domains=2), simulate_impact=False,
                       graph_page_rows=1,
@@ -50,9 +51,9 @@ def test_one_plan_over_imds_and_the_control_plane_approves_each_event_once_and_r
         on_control_plane = [by_fd[0][0], by_fd[1][1]]
         bench = CycleBench(fleet, tmp_path, control_plane=on_control_plane)
         # Each event's first listed host leads: the first through the control plane, the second through IMDS.
-        (first,) = fleet.inject({"key": "fd0", "type": "Reboot", "notice_s": 1800, "started_for_s": 150,
+        (first,) = fleet.inject({"key": "fd0", "type": "Reboot", "notice_s": 3600, "started_for_s": 150,
                                  "resources": {"names": by_fd[0]}})
-        (second,) = fleet.inject({"key": "fd1", "type": "Reboot", "notice_s": 1800, "started_for_s": 150,
+        (second,) = fleet.inject({"key": "fd1", "type": "Reboot", "notice_s": 3600, "started_for_s": 150,
                                   "resources": {"names": by_fd[1]}})
         history = tmp_path / "history.jsonl"
         env = {**capture_env(history), "AZURE_CLIENT_ID": "operator-app", "AZURE_SECRET": "operator-secret", "AZURE_TENANT": "contoso",

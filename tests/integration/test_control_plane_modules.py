@@ -23,7 +23,7 @@ AZ_DOUBLE = Path(__file__).resolve().parent / "azure_cli_double"
 
 def test_read_from_resource_graph_then_acknowledge_and_the_vms_see_it_started(tmp_path: Path) -> None:
     ca, cert, key = certificate_chain(tmp_path)
-    fleet = LiveFleet(None, time_scale=10.0, fleet=FleetSpec(vms=2, fault_domains=1), simulate_impact=False,
+    fleet = LiveFleet(None, time_scale=5.0, fleet=FleetSpec(vms=2, fault_domains=1), simulate_impact=False,
                       certfile=str(cert), keyfile=str(key),
                       control_plane_tokens={"t-operator": [CONTRIBUTOR], "t-reader": ["Reader"]},
                       control_plane_clients={"operator-app": {"secret": "operator-secret", "token": "t-operator"},
@@ -32,8 +32,8 @@ def test_read_from_resource_graph_then_acknowledge_and_the_vms_see_it_started(tm
                       # reads it: the controller's VM has one of that client id, beside its system-assigned one
                       control_plane_identities={"avset-web-vm0": {"system": "t-operator", "operator-app": "t-operator"}})
     try:
-        # At time scale 10: 180 s of notice (a loaded machine's play must not outlast it, or the event starts by
-        # itself), Started for 180 s (past the playbook's last read)
+        # At time scale 5: 360 s of notice (the play's acknowledge, its seventh task, must come minutes before it on
+        # a loaded machine, or the event starts by itself), Started for 360 s (past the playbook's last read)
         (event_id,) = fleet.inject({"key": "r", "type": "Reboot", "notice_s": 1800, "started_for_s": 1800,
                                     "resources": {"names": fleet.vms}})
         vm_ids = {f"web{i}": vm.resource_id for i, vm in enumerate(fleet.engine.fleet.vms)}

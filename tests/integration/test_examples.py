@@ -156,7 +156,8 @@ def pools_of(nics: List[Dict[str, Any]], name: str) -> List[str]:
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[Dict[str, Any]]:
     with ExitStack() as cleanup:
-        # Time scale 5: the 15-minute notices last 180 s, far more than run 1 needs; the events then last seconds.
+        # Time scale 5: the test's 30-minute notices last 360 s, minutes more than run 1 (which approves) needs on a
+        # loaded machine; the events then last seconds.
         fleet = LiveFleet(None, time_scale=5.0, fleet=FleetSpec(vms=3, fault_domains=1))
         cleanup.callback(fleet.close)
         markers, azure = tmp_path / "markers", tmp_path / "azure"
@@ -211,9 +212,9 @@ def test_examples_drain_through_the_probe_and_the_backend_pool_and_let_a_short_f
         world: Dict[str, Any]) -> None:
     fleet, health, busy, markers = world["fleet"], world["health"], world["busy"], world["markers"]
     probed, pooled, frozen = world["hosts"]
-    (reboot_id,) = fleet.inject({"key": "reboot", "type": "Reboot", "notice_s": 900, "started_for_s": 30,
+    (reboot_id,) = fleet.inject({"key": "reboot", "type": "Reboot", "notice_s": 1800, "started_for_s": 30,
                                  "resources": {"names": [probed, pooled]}})
-    (freeze_id,) = fleet.inject({"key": "freeze", "type": "Freeze", "duration_s": 5, "notice_s": 900,
+    (freeze_id,) = fleet.inject({"key": "freeze", "type": "Freeze", "duration_s": 5, "notice_s": 1800,
                                  "started_for_s": 10, "resources": {"names": [frozen]}})
 
     first = run_cycle(world)

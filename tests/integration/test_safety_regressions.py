@@ -70,8 +70,8 @@ def wait_for_lease_to_end(bench: CycleBench, host: str) -> None:
 
 # ----------------------------------------------------------------- killed mid-prepare
 
-# One availability set, fault domain 0 (vm0, vm2) and 1 (vm1). Time scale 5: the 15-minute notices last 180 s,
-# far more than the two runs need. The killed run leases its VMs for 3 s only, standing for the minutes after
+# One availability set, fault domain 0 (vm0, vm2) and 1 (vm1). Time scale 5 and 30-minute notices: 360 s, minutes
+# more than the run each must outlast (the killed one, the next) needs on a loaded machine. The killed run leases its VMs for 3 s only, standing for the minutes after
 # which a real lease of a dead run ends: the next run may then take the VM over.
 def test_a_run_killed_mid_prepare_leaves_no_vm_drained_and_no_other_fault_domain_approved(tmp_path: Path) -> None:
     fleet = LiveFleet(None, time_scale=5.0, fleet=FleetSpec(vms=3, fault_domains=2))
@@ -80,7 +80,7 @@ def test_a_run_killed_mid_prepare_leaves_no_vm_drained_and_no_other_fault_domain
         assert [fleet.engine.fleet.vm(v).fault_domain for v in fleet.vms] == [0, 1, 0]
         bench = CycleBench(fleet, tmp_path)
         ledger = Ledger(tmp_path / "ledger")
-        (first_id,) = fleet.inject({"key": "fd0", "type": "Reboot", "notice_s": 900, "resources": {"names": [killed]}})
+        (first_id,) = fleet.inject({"key": "fd0", "type": "Reboot", "notice_s": 1800, "resources": {"names": [killed]}})
 
         # Run 1, in a session of its own: the prepare task on `killed` writes its drain, then SIGKILLs the group.
         group_file = tmp_path / "kill-group"
@@ -106,7 +106,7 @@ def test_a_run_killed_mid_prepare_leaves_no_vm_drained_and_no_other_fault_domain
         # Azure withdraws the event; another fault domain's event appears. Run 2 goes to its end.
         fleet.cancel(first_id)
         wait_for_lease_to_end(bench, killed)
-        (second_id,) = fleet.inject({"key": "fd1", "type": "Reboot", "notice_s": 900,
+        (second_id,) = fleet.inject({"key": "fd1", "type": "Reboot", "notice_s": 1800,
                                      "resources": {"names": [other]}})
         began = time.time()
         second = bench.run(extra=ledger.extra)
@@ -132,6 +132,7 @@ def test_a_run_killed_mid_prepare_leaves_no_vm_drained_and_no_other_fault_domain
 # Fault domain 0 (vm0) and 1 (vm1). vm0 is drained for a Reboot that Azure then withdraws (its recover is owed);
 # vm1's Reboot must then wait for fault domain 0, but NotBefore is near (prepare_anyway_seconds covers any
 # notice), so it is prepared anyway in the same run that owes vm0's recover. Before, the role prepared first.
+# Time scale 5 and 30-minute notices: 360 s, minutes more than the one run each event must outlast.
 def test_an_event_prepared_anyway_waits_for_the_owed_recover_of_another_fault_domain_in_its_cycle(
         tmp_path: Path) -> None:
     fleet = LiveFleet(None, time_scale=5.0, fleet=FleetSpec(vms=2, fault_domains=2))
@@ -141,11 +142,11 @@ def test_an_event_prepared_anyway_waits_for_the_owed_recover_of_another_fault_do
         ledger = Ledger(tmp_path / "ledger")
         hold = dict(ledger.extra, maintenance_cycle_approve_prepared_events=False,
                     maintenance_cycle_prepare_anyway_seconds=10 ** 6)
-        (first_id,) = fleet.inject({"key": "fd0", "type": "Reboot", "notice_s": 900, "resources": {"names": [first]}})
+        (first_id,) = fleet.inject({"key": "fd0", "type": "Reboot", "notice_s": 1800, "resources": {"names": [first]}})
         run = bench.run(extra=hold)
         assert run.returncode == 0 and [e["action"] for e in ledger.entries(first)] == ["drain"], run.stdout[-3000:]
         fleet.cancel(first_id)
-        (second_id,) = fleet.inject({"key": "fd1", "type": "Reboot", "notice_s": 900,
+        (second_id,) = fleet.inject({"key": "fd1", "type": "Reboot", "notice_s": 1800,
                                      "resources": {"names": [second]}})
         run = bench.run(extra=hold)
         assert run.returncode == 0, run.stdout[-3000:]
@@ -162,8 +163,9 @@ def test_an_event_prepared_anyway_waits_for_the_owed_recover_of_another_fault_do
 INTERVAL, THRESHOLD = 1, 2  # the load balancer's probe, as in test_examples.py
 
 
-# One VM, lb_drain_probe as shipped, a real health endpoint. Time scale 5: the Reboot's 15-minute notice lasts
-# 180 s, the 5-second Freeze is listed for 2 s once started. Runs 1-3 hold prepared events back
+# One VM, lb_drain_probe as shipped, a real health endpoint. Time scale 5: the Reboot's one-hour notice lasts 720 s,
+# minutes more than runs 1-4 need on a loaded machine; the Freeze's 30-minute notice 360 s, more than run 2 needs;
+# the 5-second Freeze is listed for 2 s once started. Runs 1-3 hold prepared events back
 # (approve_prepared_events: false) so that the Reboot stays pending while the Freeze comes and goes; the short
 # Freeze is approved at once all the same (the policy's default, approve_freeze_max_seconds 10). Run 4 is the
 # default policy: the prepared Reboot may now be approved.
@@ -195,14 +197,14 @@ def test_a_short_freeze_over_a_pending_reboot_does_not_undo_the_reboots_drain(tm
             run = bench.run(extra=variables)
             assert run.returncode == 0, run.stdout[-4000:]
 
-        (reboot_id,) = fleet.inject({"key": "reboot", "type": "Reboot", "notice_s": 900, "started_for_s": 30,
+        (reboot_id,) = fleet.inject({"key": "reboot", "type": "Reboot", "notice_s": 3600, "started_for_s": 30,
                                      "resources": {"names": [host]}})
         cycle(hold)  # run 1: the Reboot is prepared (drained through the probe), not approved
         assert marker.exists() and health.answers(host, 503), "setup: the Reboot was not drained"
         drained_at = health.answers(host, 503)[0]
         assert fleet.approvals() == [] and event(fleet, reboot_id)["status"] == "Scheduled", "setup"
 
-        (freeze_id,) = fleet.inject({"key": "freeze", "type": "Freeze", "duration_s": 5, "notice_s": 900,
+        (freeze_id,) = fleet.inject({"key": "freeze", "type": "Freeze", "duration_s": 5, "notice_s": 1800,
                                      "started_for_s": 10, "resources": {"names": [host]}})
         cycle(hold)  # run 2: the short Freeze is approved at once, runs and leaves the document
         assert approvals_of(fleet, freeze_id), "setup: the short Freeze was not approved at once"

@@ -12,18 +12,19 @@ from tests.modules.harness import LiveFleet, approve, info, leader_approves, pla
 
 
 SCENARIO_EXPECTATIONS = {
-    # scenario: (event type, source, status when first seen, time scale that leaves the notice
-    # longer than one ansible-playbook run over every scenario's VMs)
-    "platform-maintenance": ("Reboot", "Platform", "Scheduled", 10.0),
-    "live-migration": ("Freeze", "Platform", "Scheduled", 10.0),
-    "user-reboot": ("Reboot", "User", "Scheduled", 10.0),
-    "user-redeploy": ("Redeploy", "User", "Scheduled", 10.0),
-    "spot-eviction": ("Preempt", "Platform", "Scheduled", 0.5),
-    "scale-in": ("Terminate", "User", "Scheduled", 10.0),
-    "hardware-failure": ("Reboot", "Platform", "Started", 10.0),
-    "cancelled-maintenance": ("Reboot", "Platform", "Scheduled", 10.0),
-    "degraded-hardware": ("Redeploy", "Platform", "Scheduled", 10.0),
-    "live-migration-replay": ("Freeze", "Platform", "Scheduled", 10.0),
+    # scenario: (event type, source, status when first seen, time scale). Each scale keeps the first event as first
+    # seen (until its NotBefore, its cancellation or the end of its Started window) for about 300 s of wall time:
+    # minutes more than the one ansible-playbook run over every scenario's VMs needs on a loaded machine.
+    "platform-maintenance": ("Reboot", "Platform", "Scheduled", 3.0),    # 900 s notice
+    "live-migration": ("Freeze", "Platform", "Scheduled", 3.0),          # 900 s notice
+    "user-reboot": ("Reboot", "User", "Scheduled", 3.0),                 # 900 s notice
+    "user-redeploy": ("Redeploy", "User", "Scheduled", 2.0),             # 600 s notice
+    "spot-eviction": ("Preempt", "Platform", "Scheduled", 0.125),        # 30 s notice (it appears 40 s in)
+    "scale-in": ("Terminate", "User", "Scheduled", 2.0),                 # 600 s notice
+    "hardware-failure": ("Reboot", "Platform", "Started", 1.5),          # Started for 480 s at least
+    "cancelled-maintenance": ("Reboot", "Platform", "Scheduled", 0.8),   # cancelled 240 s in at the earliest
+    "degraded-hardware": ("Redeploy", "Platform", "Scheduled", 10.0),    # a week's notice
+    "live-migration-replay": ("Freeze", "Platform", "Scheduled", 3.0),   # 900 s notice
 }
 
 
@@ -39,8 +40,8 @@ def test_info_reads_every_scenario_type(tmp_path: Path) -> None:
     fleets = {scenario: LiveFleet(scenario, time_scale=expected[3], simulate_impact=False)
               for scenario, expected in SCENARIO_EXPECTATIONS.items()}
     try:
-        for live in fleets.values():
-            live.wait_for_events(timeout=15.0)
+        for live in fleets.values():  # the spot eviction's event comes last, 40 s in (5 s at its time scale)
+            live.wait_for_events(timeout=60.0)
         truths = {scenario: live.truth()[0] for scenario, live in fleets.items()}
         read = {scenario: read_vms(live.vms, truths[scenario]["resources"]) for scenario, live in fleets.items()}
         urls = {f"{scenario}.{vm}": fleets[scenario].url(vm) for scenario, vms in read.items() for vm in vms}
@@ -171,7 +172,7 @@ FAULTS = {
     "avset-web-vm1": [{"kind": "status", "status": 429}],
     "avset-web-vm2": [{"kind": "status", "status": 500}, {"kind": "status", "status": 503}],
     "avset-web-vm3": [{"kind": "drop"}, {"kind": "reset_mid_body"}],
-    "avset-web-vm4": [{"kind": "delay", "delay_s": 1.5, "path": "any"}, {"kind": "delay", "delay_s": 1.5}],
+    "avset-web-vm4": [{"kind": "delay", "delay_s": 4.5, "path": "any"}, {"kind": "delay", "delay_s": 4.5}],
     "avset-web-vm5": [{"kind": "status", "status": 503, "count": 1, "path": "compute"}],
 }
 
@@ -179,7 +180,9 @@ FAULTS = {
 def test_every_retryable_fault_is_retried_then_succeeds(tmp_path: Path, fleet: LiveFleet) -> None:
     for vm, faults in FAULTS.items():
         fleet.fault(vm, *faults)
-    run = play(tmp_path, fleet, [("read", info(timeout=0.5, first_call_timeout=5))])
+    # The delays fall on each endpoint's first call: longer than the timeout, within the first-call budget. The
+    # timeout is long enough for a plain answer on a loaded machine (a retry's answer must come within it).
+    run = play(tmp_path, fleet, [("read", info(timeout=3, first_call_timeout=15))])
     assert run.returncode == 0, run.stdout
     for vm in FAULTS:
         result = run.of(vm, "read")

@@ -24,8 +24,9 @@ HELD = "another maintenance run holds this VM"
 
 @pytest.fixture
 def bench(tmp_path: Path) -> Iterator[CycleBench]:
-    """Platform maintenance at time scale 10: the 15-minute notice lasts 90 s, longer than these runs."""
-    fleet = LiveFleet("platform-maintenance", time_scale=10.0, seed=3, fleet=SMALL_SET)
+    """Platform maintenance at time scale 3: the 15-minute notice lasts 300-340 s, minutes more than a test's runs
+    (two at once, then one that approves) need on a loaded machine."""
+    fleet = LiveFleet("platform-maintenance", time_scale=3.0, seed=3, fleet=SMALL_SET)
     fleet.wait_for_events(timeout=10.0)
     yield CycleBench(fleet, tmp_path)
     fleet.close()

@@ -13,7 +13,8 @@ def test_a_jinja_payload_in_an_event_description_stays_text(tmp_path: Path) -> N
     marker = tmp_path / "templated"
     payload = ("{{ lookup('ansible.builtin.pipe', 'touch %s') }} {%% if true %%}x{%% endif %%} "
                "{{ lookup('ansible.builtin.file', '/etc/hostname') }}" % marker)
-    fleet = LiveFleet(None, time_scale=10.0, fleet=FleetSpec(vms=2, fault_domains=1))
+    # Time scale 4: the 15-minute notice lasts 225 s, minutes more than the run that approves needs on a loaded machine
+    fleet = LiveFleet(None, time_scale=4.0, fleet=FleetSpec(vms=2, fault_domains=1))
     try:
         (event_id,) = fleet.inject({"key": "jinja", "type": "Reboot", "notice_s": 900, "description": payload,
                                     "resources": {"names": [fleet.vms[0]]}})
