@@ -42,7 +42,9 @@ def test_a_live_fleet_listens_on_loopback_only() -> None:
 
 @pytest.mark.parametrize("which", ["prepare_tasks", "recover_tasks"])
 def test_a_missing_or_directory_task_file_fails_the_job_before_anything_is_approved(tmp_path: Path, which: str) -> None:
-    fleet = LiveFleet("user-reboot", time_scale=10.0)  # a user event: approved at once if anything runs
+    # A user event: approved at once if anything runs. Time scale 4: its notice (225 s) outlasts both runs on a
+    # loaded machine, so an event still Scheduled shows that the refusal, not the clock, kept it unapproved.
+    fleet = LiveFleet("user-reboot", time_scale=4.0)
     try:
         fleet.wait_for_events(timeout=10.0)
         bench = CycleBench(fleet, tmp_path)
@@ -51,5 +53,6 @@ def test_a_missing_or_directory_task_file_fails_the_job_before_anything_is_appro
             assert run.returncode != 0
             assert f"maintenance_cycle_{which} {path} is not a file on the control node." in run.stdout
             assert fleet.approvals() == [] and bench.actions() == []
+        assert {e["status"] for e in fleet.truth()} == {"Scheduled"}
     finally:
         fleet.close()
