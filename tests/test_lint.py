@@ -21,7 +21,7 @@ def lint(tmp: Path, *paths: str) -> subprocess.CompletedProcess:
     collection = tmp / "ansible_collections" / "azure_imds" / "scheduled_events"
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp), NO_COLOR="1", ANSIBLE_NOCOLOR="1",
                PATH=f"{LINT.parent}{os.pathsep}{os.environ['PATH']}")
-    return subprocess.run([str(LINT), *paths], cwd=collection, env=env, capture_output=True, text=True, timeout=600,
+    return subprocess.run([str(LINT), *paths], cwd=collection, env=env, capture_output=True, text=True, timeout=1800,
                           check=False)
 
 

@@ -174,7 +174,9 @@ def test_a_mixed_fleet_cycles_through_prepare_approve_and_recover(mixed: CycleBe
     last = mixed.run()
     assert last.returncode == 0, last.stdout[-3000:]
     assert {a["host"] for a in mixed.actions("recover")} == listed
-    assert all(mixed.state(h)["events"] == [] for h in listed)
+    # the event is forgotten once recovered (the next fault domain's event may be listed by then: a set's VMs all
+    # see it, and a loaded machine's run can read after it appears)
+    assert all(event["event_id"] not in {e["event_id"] for e in mixed.state(h)["events"]} for h in listed)
     modules = {c["module"] for c in mixed.windows_calls()}
     assert modules == {"ansible.windows.win_uri", "ansible.windows.slurp", "ansible.windows.win_file",
                        "ansible.windows.win_copy"}
