@@ -86,7 +86,9 @@ def test_an_approval_writes_one_approval_record(tmp_path: Path, fleet: LiveFleet
     assert record["observed_at"] >= max(r["observed_at"] for r in history.observations)
 
 
-def test_approval_seen_starting_is_recorded_as_started_and_without_vm_when_unknown(tmp_path: Path, fleet: LiveFleet) -> None:
+def test_approval_seen_starting_is_recorded_as_started_and_without_vm_when_unknown(tmp_path: Path,
+                                                                                   answering_fleet: LiveFleet) -> None:
+    fleet = answering_fleet
     path = tmp_path / "history.jsonl"
     truth = fleet.truth()[0]
     leader = truth["resources"][0]
