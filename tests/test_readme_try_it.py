@@ -1,6 +1,7 @@
 """The README's first screen tells a newcomer without Azure how to try the collection: `make demo` and `make test`."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -40,9 +41,7 @@ def test_make_demo_runs_as_written_and_leaves_no_vm_drained(tmp_path: Path) -> N
     maintenance marker, every VM prepared for an event recovered from it, and the captured history (marked
     simulated) shows no two fault domains in maintenance at once. On a loaded machine the demo slows its clock
     and some events may start at NotBefore: what it must never do is leave a VM drained."""
-    import json
-
-    import event_analysis as ea
+    import event_analysis as ea  # pandas: imported by this test only, not at collection
 
     home = tmp_path / "home"
     home.mkdir()
