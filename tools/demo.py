@@ -29,7 +29,7 @@ from imds_simulator.fleet import FleetSpec, build_fleet  # noqa: E402
 from imds_simulator.server import ServerOptions, Simulator, serve_in_thread  # noqa: E402
 from tools.stage_collection import stage  # noqa: E402
 
-FASTEST_SCALE = 30.0   # an idle machine: the walk takes about two minutes
+FASTEST_SCALE = 30.0   # an idle machine: the walk takes under three minutes
 SLOWEST_SCALE = 10.0   # a loaded one (quiet cycles of 24 s or more): 90 s of notice, about six minutes
 NOTICE_IN_CYCLES = 240.0  # wall seconds of a quiet cycle that a 15-minute notice lasts, over the scale
 PERIOD_S = 5.0      # wall seconds from one cycle's start to the next: 2.5 simulated minutes at time scale 30
