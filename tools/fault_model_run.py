@@ -47,7 +47,7 @@ COUNTED = ("cycles", "drains", "undrains", "approvals", "kills", "late_drains", 
            "split_refused", "taken_as_deleted", "pushes", "pushes_refused", "pushes_dropped", "control_plane",
            "control_plane_blind", "acknowledged", "event_grid", "notifications", "graph_waits", "fresh_home",
            "jobs_refused", "homes_lost", "per_group", "reset_disk", "disk_resets", "disk_refusals", "two_controllers",
-           "spot_restart", "restarted")
+           "spot_restart", "restarted", "hidden_by_lag")
 PERIODS = (60, 300)
 EVENT_DRIVEN_EVERY = 5
 SPLIT_EVERY = 10  # at index 2, 12, 22, ... (never an event-driven one)
@@ -208,6 +208,7 @@ def _one(combo: Combo) -> Dict[str, object]:
             "split": int(how == SPLIT), "control_plane": int(how == CONTROL_PLANE), "event_grid": int(how == EVENT_GRID),
             "notifications": getattr(run, "notifications", 0), "graph_waits": getattr(run, "waits", 0),
             "control_plane_blind": getattr(run, "blind", 0), "acknowledged": getattr(run, "acknowledged", 0),
+            "hidden_by_lag": len(getattr(run, "hidden_by_lag", ())),
             "split_refused": run.split_refused, "taken_as_deleted": run.taken_as_deleted,
             "pushes": getattr(run, "pushes", 0),
             "pushes_refused": getattr(run, "refused", 0), "pushes_dropped": getattr(run, "duplicates", 0)}
@@ -284,7 +285,8 @@ def _run(args: argparse.Namespace, root: Path) -> int:
     print(f"{totals['fleet-days']} fleet-days ({scheduled} scheduled every {' or '.join(f'{p} s' for p in PERIODS)}, "
           f"{totals['event_driven']} event-driven, {totals['split']} split over two runs, {totals['control_plane']} "
           f"half on the control plane: {totals['acknowledged']} acknowledged, {totals['control_plane_blind']} "
-          f"claims blind), {totals['event_grid']} from Event Grid ({totals['notifications']} notifications, "
+          f"claims blind, {totals['hidden_by_lag']} Started events Resource Graph's lag hid from a run that "
+          f"drained), {totals['event_grid']} from Event Grid ({totals['notifications']} notifications, "
           f"{totals['graph_waits']} reads again for Resource Graph to catch up), {totals['fresh_home']} of AWX "
           f"jobs with a fresh home ({totals['jobs_refused']} jobs refused, {totals['homes_lost']} homes lost), "
           f"{totals['per_group']} of two groups' settings, {totals['reset_disk']} with ephemeral OS disks "

@@ -34,7 +34,11 @@ Started event beside another domain's approval would show; unit tests (test_grap
 over real HTTP (tests/integration/test_control_plane_cycle.py) hold it.
 Not yet shown caught: an unread control-plane host taken as deleted after its own eviction (views.py's
 silent_when_gone), reverted and run on spot-restart fleet-days for 16 minutes on a loaded machine without a catch;
-test_deleted.py and the filter's unit tests hold it meanwhile.
+test_deleted.py and the filter's unit tests hold it meanwhile. And, since a gone host is read once nothing it lists
+could count its fault domain in maintenance, a control-plane host whose own Preempt or Terminate Completed is read
+whatever it lists (check_present reverted): caught at seed 1 before that change, in none of the first 39 seeds of
+control-plane fleet-days under a first version of it (21 minutes on a loaded machine); test_host_read.py holds it,
+with the case a review found.
 """
 from __future__ import annotations
 
@@ -127,12 +131,9 @@ MUTATIONS: Dict[str, List[Change]] = {
     "a control-plane read that shows neither an event on record nor its end counts as news (a read gone back in time "
     "undoes a drain)":
         [(HOST_READ, "    if owed:\n        raise ControlPlaneBlind", "    if False:\n        raise ControlPlaneBlind")],
-    "a control-plane host whose own Preempt or Terminate Completed is still read (a deleted VM's domain licenses "
-    "another)":
-        [(HOST_READ, '                and host in event.get("hosts", [])):', '                and False):')],
     "a control-plane read that does not show an approved or merely seen event forgets it (the approval is sent twice)":
-        [(HOST_READ, 'recorded = [e["event_id"] for e in state.get("events") or []] + list(state.get("approved") or [])',
-          'recorded = [e["event_id"] for e in state.get("events") or [] if e.get("prepare") or e.get("event_status") '
+        [(HOST_READ, 'return [e["event_id"] for e in state.get("events") or []] + list(state.get("approved") or [])',
+          'return [e["event_id"] for e in state.get("events") or [] if e.get("prepare") or e.get("event_status") '
           '== "Started"]')],
     "an Event Grid notification wakes a cycle on the hosts it lists only (a host of another domain owing a recover goes uncounted)":
         [(WAKE_UP, 'return {"hosts": everyone, "listed": placed["hosts"],',
@@ -146,6 +147,8 @@ MUTATIONS: Dict[str, List[Change]] = {
         [(STORE_URL, '    if not inside:\n        return ""', '    if True:\n        return ""')],
     "a state on an ephemeral OS disk is read as any other (the Redeploy it prepared for erases the recover it owes)":
         [(EVENTS, '    return isinstance(option, str) and option.lower() == "local"', "    return False")],
+    "a control-plane host whose own Preempt Completed is never read (a Spot VM started again stays drained)":
+        [(HOST_READ, 'event["event_status"] == "Completed" and licensing:', 'event["event_status"] == "Completed":')],
 }
 
 
@@ -156,8 +159,6 @@ ONLY = {
     "a control-plane read that does not show an approved or merely seen event forgets it (the approval is sent twice)": "control-plane",
     "a control-plane read that shows neither an event on record nor its end counts as news (a read gone back in time "
     "undoes a drain)": "control-plane",
-    "a control-plane host whose own Preempt or Terminate Completed is still read (a deleted VM's domain licenses "
-    "another)": "control-plane",
     "a push saying quiet takes its host out of the event-driven runs (a lying relay hides an owed recover)":
         "event-driven",
     "a host an event-driven run covered leaves the runs without a read that found it quiet": "event-driven",
@@ -170,6 +171,8 @@ ONLY = {
         "fresh-home",
     "a state on an ephemeral OS disk is read as any other (the Redeploy it prepared for erases the recover it owes)":
         "reset-disk",
+    "a control-plane host whose own Preempt Completed is never read (a Spot VM started again stays drained)":
+        "spot-restart",
     "a split set is forgotten once the events that listed the other run's VMs are gone": "split",
 }
 

@@ -26,9 +26,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.contro
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_map import host_index
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_read import (
     acknowledgements,
-    check_owed,
-    check_present,
-    check_read,
+    check_host,
     document_for,
     ended_for,
     facts_for,
@@ -115,14 +113,14 @@ class ControlPlaneHost(Host):
 
     def document(self) -> Dict[str, Any]:
         read, now = self.read(), utc_now()
-        check_read(read, self.host, self.vm_id, now, float(self.options.get("max_age") or DEFAULT_MAX_AGE_S))
-        check_present(read, self.host)
+        state = None
         if self.state_path:
             try:
                 text = self.read_state(self.state_path)
             except StateUnreadable:
                 text = ""  # a damaged state: the claim counts the host busy
-            check_owed(read, self.host, load_state(text)[0])
+            state = load_state(text)[0]
+        check_host(read, self.host, self.vm_id, now, float(self.options.get("max_age") or DEFAULT_MAX_AGE_S), state)
         self.ended = ended_for(read, self.host, now)
         return document_for(read, self.host, now)
 

@@ -27,8 +27,9 @@ whatever event it ran for) and from the engine's record of approvals and of the 
 - approved_undrained: no event is approved while a listed VM of the target is not drained for it (short Freezes,
   approved at once without a drain by policy, excepted);
 - over_the_limit: per set, a drain or an approval never brings a fault domain into maintenance (a drained VM, or a
-  VM in a Started event) beyond the limit (one), except an event prepared as its NotBefore was near (Azure starts
-  it then, prepared or not), which is counted (`late_drains`) and reported;
+  VM in a Started event; a deleted VM is in none) beyond the limit (one), except an event prepared as its NotBefore
+  was near (Azure starts it then, prepared or not), which is counted (`late_drains`) and reported; a run's drains
+  are judged against the events a read of that run could show (not one that appeared after it planned);
 - approved_early: such an event is left to NotBefore, never approved;
 - left_drained: every drain is undone within a bounded time after its events are gone and the faults stop (the
   events a prepare began for since the VM's last undrain count as its events: the cycle cannot tell how far a
@@ -144,6 +145,7 @@ class Cycle:
     unknown_status: bool = False    # its reads serve Started events with a status this code does not know
     before_prepare: Set[Tuple[str, str, int]] = field(default_factory=set)  # busy domains before its prepares
     drains: List[Tuple[str, str, bool]] = field(default_factory=list)  # (VM, event, late) drained by its prepares
+    drained_gone: Set[str] = field(default_factory=set)  # VMs of those already deleted when drained
     busy_at_last_drain: Set[Tuple[str, str, int]] = field(default_factory=set)  # the domains in maintenance then
     planned_at: Optional[datetime] = None  # when it planned: no read of it could show an event that appeared later
     read_quiet: List[str] = field(default_factory=list)  # what its done report says its own read found quiet
@@ -198,16 +200,20 @@ class FleetRun:
         state = self.engine.vm_state(vm)
         return state is not None and (state.deleted_at is None or state.deleted_at > self.now)
 
-    def busy_domains(self, appeared_by: Optional[datetime] = None) -> Set[Tuple[str, str, int]]:
-        """Fault domains with a drained VM or a VM in a Started event (with `appeared_by`, only events that had
-        appeared by then). A deleted VM is in no fault domain: it is gone, drained or not (its drain is never undone,
-        and its event may stay Started a while after)."""
+    def busy_domains(self, cycle: Optional[Cycle] = None) -> Set[Tuple[str, str, int]]:
+        """Fault domains with a drained VM or a VM in a Started event (with `cycle`, only events a read of that run
+        could show: could_show). A deleted VM is in no fault domain: it is gone, drained or not (its drain is never
+        undone, and its event may stay Started a while after)."""
         self.engine.advance_to(self.now)
         busy = {self.domain(vm) for vm, events in self.ledger.drained_for.items() if events and self.exists(vm)}
         for event in self.engine.active:
-            if event.status == "Started" and (appeared_by is None or event.appeared_at <= appeared_by):
+            if event.status == "Started" and (cycle is None or self.could_show(event, cycle)):
                 busy |= {self.domain(vm) for vm in event.resources if self.exists(vm)}
         return busy
+
+    def could_show(self, event: Any, cycle: Cycle) -> bool:
+        """Whether a read of `cycle` could show `event`: not one that appeared only after it planned."""
+        return cycle.planned_at is None or event.appeared_at <= cycle.planned_at
 
     def listed_domains(self, event_id: str) -> Set[Tuple[str, str, int]]:
         self.engine.advance_to(self.now)
@@ -226,13 +232,16 @@ class FleetRun:
     def drain(self, cycle: Cycle, vm: str, event_id: str, late: bool) -> None:
         """A prepare task drained the VM (judged with the run's other prepares: judge_prepares)."""
         cycle.drains.append((vm, event_id, late))
+        self.engine.advance_to(self.now)
+        if not self.exists(vm):
+            cycle.drained_gone.add(vm)
         if late:
             self.late_events.add(event_id)
         self.ledger.drained_for.setdefault(vm, set()).add(event_id)
         self.ledger.drains += 1
         # An event that appeared after the run planned (a hardware failure, Started at once) is Azure's doing, not
         # the run's: no read of the run could show it. It still counts against every approval.
-        cycle.busy_at_last_drain = self.busy_domains(appeared_by=cycle.planned_at)
+        cycle.busy_at_last_drain = self.busy_domains(cycle)
 
     def judge_prepares(self, cycle: Cycle) -> None:
         """over_the_limit for the drains of a run's prepare tasks, which run in parallel on their hosts, so
@@ -244,7 +253,8 @@ class FleetRun:
         prepared late (counted apart)."""
         fresh: Dict[Tuple[str, str, int], List[Tuple[str, bool]]] = {}
         for vm, event_id, late in cycle.drains:
-            if self.domain(vm) not in cycle.before_prepare:
+            # A VM deleted when drained is in no fault domain (busy_domains): its drain brings none into maintenance
+            if vm not in cycle.drained_gone and self.domain(vm) not in cycle.before_prepare:
                 fresh.setdefault(self.domain(vm), []).append((event_id, late))
         late_only = {d for d, drains in fresh.items() if all(late for _e, late in drains)}
         busy = cycle.busy_at_last_drain - late_only
@@ -260,7 +270,7 @@ class FleetRun:
                 self.verdict.add("over_the_limit", f"{domain} drained at {self.now} for "
                                                    f"{sorted({e for e, _l in drains})} while "
                                                    f"{sorted(others - {domain})} were in maintenance")
-        cycle.drains = []
+        cycle.drains, cycle.drained_gone = [], set()
 
     def undrain(self, vm: str) -> None:
         for event_id in sorted(self.ledger.drained_for.get(vm, ())):
@@ -494,7 +504,7 @@ class FleetRun:
                 self.save(vm, cycle, reads[vm], hosts[vm], BEFORE_PREPARE)
         self.step(cycle)
         yield
-        cycle.before_prepare, cycle.drains = self.busy_domains(), []
+        cycle.before_prepare, cycle.drains, cycle.drained_gone = self.busy_domains(), [], set()
         for vm in sorted(cycle.alive):
             for event in hosts[vm]["prepare"]:
                 if vm not in cycle.alive:

@@ -26,7 +26,6 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.docume
 from imds_simulator import scenario as sc
 from tests.reliability.fault_model import POLICY, TASK_S, Cycle, Faults, FleetRun, fleet_run, scenario
 from tests.reliability.fault_model_control_plane import (
-    KEPT_S,
     ControlPlaneRun,
     control_plane_run,
     on_schedule,
@@ -149,15 +148,12 @@ class SpotRestartRun(ControlPlaneRun):
         super().cycle(at)
 
     def restart_evicted(self) -> None:
-        """Control-plane VMs evicted by their own Preempt RESTART_S ago run again. Only those evicted early enough
-        for Resource Graph to drop the Completed row (KEPT_S) before the faults stop: until then the host is unread
-        and holds its domain, so its recover waits for that, which the settle after the faults must include."""
+        """Control-plane VMs evicted by their own Preempt RESTART_S ago run again, while Resource Graph still shows
+        the Completed row (KEPT_S) and after it drops it: either way the owed recover must run (check_present)."""
         self.engine.advance_to(self.now)
         for vm in sorted(self.on_control_plane):
             state = self.engine.vm_state(vm)
             if state.deleted_at is None or (self.now - state.deleted_at).total_seconds() < RESTART_S:
-                continue
-            if state.deleted_at + timedelta(seconds=KEPT_S) > self.fault_until:
                 continue
             ended = [e for e in self.engine.events if e.event_type in ("Preempt", "Terminate")
                      and e.outcome == "completed" and vm.lower() in {r.lower() for r in e.resources}]

@@ -42,8 +42,9 @@ def test_two_controllers_acting_on_the_same_vms_through_one_store_keep_every_saf
     assert run.side_by_side and run.acknowledged and run.ledger.drains and run.ledger.undrains
 
 
-def test_a_control_plane_spot_vm_started_again_after_its_eviction_keeps_its_drained_domain() -> None:
-    given, back = CONTROL_PLANE_FAULTS["none"]
-    run = spot_restart_run(0, given, back, 60)
+def test_a_control_plane_spot_vm_started_again_after_its_eviction_has_its_drain_undone() -> None:
+    """Regression: seed 2 of two sets left avset-web-a-vm0 drained for good on 45dd74c (check_present)."""
+    given, back = CONTROL_PLANE_FAULTS[FAULTY]
+    run = spot_restart_run(2, given, back, 60, fleet="two sets")
     assert run.verdict.problems == [], problems(run)
     assert run.restarted, "a Spot VM was started again while Resource Graph still showed its eviction"

@@ -13,7 +13,8 @@ closed:
 - a read that failed, has rows it could not parse, or is older than the age allowed (Resource Graph lags);
 - a host the read did not place: no VM id, another id than the read's, a subscription it did not cover;
 - a host whose VM name two hosts share;
-- a host whose own Preempt or Terminate the read shows Completed (its VM is gone: check_present).
+- a host whose own Preempt or Terminate the read shows Completed beside an event that may hold its fault domain,
+  or that its state has a prepare for (its VM is gone: check_present).
 - an event on record in the host's state (seen, prepared or approved) which the read neither lists nor shows
   ended (Resource Graph may lag, and a read that went back in time must not undo a drain the event still needs,
   free a fault domain an event still holds, or forget an approval already sent).
@@ -90,9 +91,7 @@ def check_owed(read, host, state):
     state would forget a drain its event still needs, or an approval already sent (which a later read, newer
     again, would then see approved a second time)."""
     shown = set(e["event_id"].lower() for e in read["events"])
-    state = state or {}
-    recorded = [e["event_id"] for e in state.get("events") or []] + list(state.get("approved") or [])
-    owed = sorted(set(i for i in recorded if i.lower() not in shown))
+    owed = sorted(set(i for i in _on_record(state) if i.lower() not in shown))
     if owed:
         raise ControlPlaneBlind("The control-plane read shows neither %s nor its end, which %s has on record "
                                 "(Resource Graph may lag); %s counts as busy (unread)."
@@ -102,18 +101,42 @@ def check_owed(read, host, state):
 DELETING_TYPES = ("Preempt", "Terminate")
 
 
-def check_present(read, host):
-    """Raise ControlPlaneBlind when the read shows the host's own Preempt or Terminate Completed: its VM is evicted or
-    deleted, and answers nothing, as its IMDS would not. The control plane goes on listing a deleted VM's events, so
-    reading them as the VM's would keep a fault domain in the plan that no VM is in (which the fault model showed
-    licensing a second domain). Unread, the plan holds its last known fault domain, or takes it as deleted once a
-    read saw that event Started."""
-    for event in read["events"]:
-        if (event["event_type"] in DELETING_TYPES and event["event_status"] == "Completed"
-                and host in event.get("hosts", [])):
-            raise ControlPlaneBlind("The control plane shows %s's own %s %s Completed: its VM is gone (evicted or "
-                                    "deleted), so it answers nothing; %s counts as unread." % (
-                                        host, event["event_type"], event["event_id"], host))
+def _on_record(state):
+    """The event ids `state` (a host's saved cycle state, or None) has on record: seen, prepared or approved."""
+    state = state or {}
+    return [e["event_id"] for e in state.get("events") or []] + list(state.get("approved") or [])
+
+
+def check_present(read, host, now, state=None):
+    """Raise ControlPlaneBlind when the read shows the host's own Preempt or Terminate Completed and, for the host,
+    either something else that may hold a fault domain at `now` (Started, a status this code does not know, or
+    Scheduled past its NotBefore) or an event not ended that its `state` has a prepare for. Its VM is evicted or
+    deleted, or deallocated and maybe started again: Resource Graph goes on listing a gone VM's events, and, read as
+    the VM's, they or its drain records would count its fault domain in maintenance while no VM is, licensing
+    another event to join it (the fault model's seed 1). Unread, the plan holds its last known fault domain.
+
+    Otherwise the host is read: its own event's end reaches its state, so the owed recover runs, as on IMDS when a
+    stopped VM is started again, and nothing it shows can license a join. Kept unread, a Spot VM deallocated and
+    started again stayed drained for good (the fault model's spot-restart fleet-days): unread while Resource Graph
+    kept the Completed row, then blind for an event on record that the read no longer showed (check_owed)."""
+    mine = [e for e in read["events"] if host in e.get("hosts", [])]
+    prepared = set(e["event_id"].lower() for e in (state or {}).get("events") or [] if e.get("prepare"))
+    licensing = sorted(e["event_id"] for e in mine if e["event_status"] not in ENDED_STATUSES and (
+        e["event_id"].lower() in prepared or _served(e, now)["event_status"] != "Scheduled"))
+    for event in mine:
+        if event["event_type"] in DELETING_TYPES and event["event_status"] == "Completed" and licensing:
+            raise ControlPlaneBlind(
+                "The control plane shows %s's own %s %s Completed: its VM is gone (evicted or deleted), and %s, which "
+                "would count its fault domain in maintenance, count as no VM's; %s counts as unread."
+                % (host, event["event_type"], event["event_id"], ", ".join(licensing), host))
+
+
+def check_host(read, host, vm_id, now, max_age_s, state=None):
+    """Raise ControlPlaneBlind unless `read` vouches for `host` at `now`, given its saved `state` (None: none is
+    kept where this read is used, an approval's second look): the checks above, in this order."""
+    check_read(read, host, vm_id, now, max_age_s)
+    check_present(read, host, now, state)
+    check_owed(read, host, state)
 
 
 def _served(event, now):

@@ -11,6 +11,7 @@ import pytest
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.control_plane.host_read import (
     ControlPlaneBlind,
     acknowledgements,
+    check_host,
     check_owed,
     check_present,
     check_read,
@@ -151,11 +152,31 @@ def test_an_event_the_state_owes_a_recover_for_must_be_shown_listed_or_ended() -
     check_owed(read(), "web0", None)
 
 
-def test_a_host_whose_own_terminate_completed_is_gone_not_read() -> None:
+def test_a_host_whose_own_terminate_completed_is_gone_not_read_while_a_started_event_lists_it() -> None:
     """The control plane goes on listing a deleted VM's events; read as the VM's, they kept a fault domain in the
     plan that no VM was in, and it licensed a second one (the fault model's seed 1)."""
     terminated = dict(event(IDS[0], "Completed"), event_type="Terminate")
     with pytest.raises(ControlPlaneBlind, match=f"web0's own Terminate {IDS[0]} Completed: its VM is gone"):
-        check_present(read(terminated, event(IDS[1], "Started")), "web0")
-    check_present(read(dict(terminated, event_status="Started"), dict(event(IDS[1], "Completed"))), "web0")
-    check_present(read(dict(terminated, hosts=["web1"])), "web0")
+        check_present(read(terminated, event(IDS[1], "Started")), "web0", NOW)
+    check_present(read(dict(terminated, event_status="Started"), dict(event(IDS[1], "Completed"))), "web0", NOW)
+    check_present(read(dict(terminated, hosts=["web1"])), "web0", NOW)
+
+
+def test_a_spot_vm_evicted_and_started_again_is_read_so_that_its_drain_is_undone() -> None:
+    """Regression (the fault model's spot-restart seed 2, and seed 6 with a Redeploy days ahead): unread while
+    Resource Graph kept its Completed Preempt, then blind for the event on record that the read no longer showed,
+    a Spot VM deallocated and started again stayed drained for good, its fault domain held all along."""
+    evicted = dict(event(IDS[0], "Completed"), event_type="Preempt")
+    state = {"events": [dict(event(IDS[0], "Started"), event_type="Preempt", prepare="started")]}
+    check_host(read(evicted), "web0", WEB0, NOW, 60, state)  # its end is shown: the owed recover runs
+    check_host(read(evicted, event(IDS[1])), "web0", WEB0, NOW, 60, state)  # a Scheduled event holds no domain
+    check_host(read(), "web0", WEB0, NOW, 60, {"events": []})  # the row dropped once the recover ran
+    for holding in (event(IDS[1], "Started"), event(IDS[1], not_before="2026-11-27T09:59:00Z"),
+                    event(IDS[1], "Paused")):  # Started, Scheduled past its NotBefore, a status not known
+        with pytest.raises(ControlPlaneBlind, match=f"and {IDS[1]}, which would count its fault domain"):
+            check_host(read(evicted, holding), "web0", WEB0, NOW, 60, state)
+    # A drain on record for an event still listed would count its domain in maintenance, and license a join, while
+    # no VM of it is (found in review): unread.
+    drained = {"events": state["events"] + [dict(event(IDS[1]), prepare="done")]}
+    with pytest.raises(ControlPlaneBlind, match=f"and {IDS[1]}, which would count its fault domain"):
+        check_host(read(evicted, event(IDS[1])), "web0", WEB0, NOW, 60, drained)
