@@ -155,9 +155,11 @@ class ControlPlaneRun(FleetRun):
         (docs/guide/control-plane.md: the control plane never sees a Spot eviction in time), as an event that
         appeared after the run planned is hidden from all, and the VMs that see it through IMDS may not have the news
         yet (late news). A read gone back in time hides nothing more here. Counted (hidden_by_lag)."""
+        if not super().could_show(event, cycle):
+            return False
         as_of = self.read_as_of.get(cycle.owner)
-        if not super().could_show(event, cycle) or as_of is None or event.appeared_at <= as_of:
-            return super().could_show(event, cycle)
+        if as_of is None or event.appeared_at <= as_of:
+            return True
         if event.event_id.upper() in self.imds_shown.get(cycle.owner, set()):
             return True
         self.hidden_by_lag.add((cycle.owner, event.event_id))
