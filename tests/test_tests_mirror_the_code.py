@@ -21,7 +21,6 @@ TESTED_ELSEWHERE: Dict[str, Tuple[str, List[str]]] = {
     "action/relay_code.py": ("relay_code", ["tests/relay/test_event_relay_role.py"]),
     "action/vm_memory.py": ("vm_memory", ["tests/unit/plugins/plugin_utils/test_vm_memory.py"]),
     "callback/scheduled_events_history.py": ("scheduled_events_history", ["tests/history/test_history_callback.py"]),
-    "filter/read_quiet.py": ("read_quiet", ["tests/eda/test_event_source.py"]),
     "filter/task_files.py": ("task_files", ["tests/unit/plugins/plugin_utils/test_task_files.py"]),
     "module_utils/cycle/errors.py": ("PolicyError", ["tests/unit/plugins/module_utils/cycle/test_plan.py"]),
     "module_utils/cycle/transition.py": ("state_for_step", ["tests/unit/plugins/module_utils/cycle/test_plan.py"]),

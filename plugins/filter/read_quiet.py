@@ -7,14 +7,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.quiet import is_quiet
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.views import DELETED
 
 
 def read_quiet(hosts, hostvars):
-    """The hosts of `hosts` whose read in this cycle (the claim, maintenance_cycle_query) succeeded and said
-    quiet: no event lists the VM, nothing is owed in its state file. A host left alone, held by another run,
-    whose read failed, or that this run did not read at all, is not in it: only a read of the cycle's own
-    takes a host out of the event source's later runs."""
+    """The hosts of `hosts` this cycle found quiet or left quiet, by its own read (the claim,
+    maintenance_cycle_query) and its own saves: the read succeeded and said quiet (no event lists the VM,
+    nothing is owed in its state file), or it listed no event for the VM and the cycle's last save there
+    (maintenance_cycle_saved, after its recovers) left a state that owes nothing. A host left alone, held by
+    another run, whose read failed, or that this run did not read at all, is not in it: only a cycle's own read
+    takes a host out of the event source's later runs (an event that came after the read is a relay's news,
+    newer than the run, which keeps the host in)."""
     quiet = []
     for host in hosts or []:
         try:
@@ -22,13 +26,26 @@ def read_quiet(hosts, hostvars):
         except KeyError:
             continue
         query = host_vars.get("maintenance_cycle_query")
-        if not isinstance(query, Mapping) or query.get("quiet") is not True or query.get("failed"):
+        if not isinstance(query, Mapping) or query.get("failed"):
             continue
         lock = query.get("lock")
         if host_vars.get("maintenance_cycle_left_alone") or (isinstance(lock, Mapping) and lock.get("held_by")):
             continue
-        quiet.append(str(host))
+        if query.get("quiet") is True or _left_quiet(query, host_vars.get("maintenance_cycle_saved")):
+            quiet.append(str(host))
     return sorted(quiet)
+
+
+def _left_quiet(query, saved):
+    """The one quiet rule (cycle/quiet.py) over this cycle's read and the state its last save left (a save
+    skipped, failed or in check mode says nothing)."""
+    if not isinstance(saved, Mapping) or saved.get("failed") or saved.get("skipped") \
+            or not isinstance(saved.get("owes_work"), bool):
+        return False
+    this_vm = query.get("this_vm")
+    name = this_vm.get("name") if isinstance(this_vm, Mapping) else None
+    return is_quiet(query.get("document_available") is True, name, bool(query.get("events_for_this_vm", True)),
+                    saved["owes_work"])
 
 
 def read_deleted(hosts, hostvars):

@@ -80,6 +80,14 @@ path:
   returned: always
   type: str
   sample: /home/azureuser/.ansible/azure_imds_scheduled_events/state.json
+owes_work:
+  description:
+    - Whether the state now on the host still owes something (an event on record, a recover to run).
+    - A cycle that read the VM with no event listing it and saved a state that owes nothing left the VM quiet;
+      its done report says so to the event source, which then leaves the host out of its later runs.
+  returned: unless in check mode
+  type: bool
+  sample: false
 lock:
   description: This run's lease lock after the save.
   returned: when O(lock_owner) is set

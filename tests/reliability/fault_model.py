@@ -70,6 +70,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.
 )
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.document.events import annotate, parse_document
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.info import _quiet
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.quiet import owes_work
 from imds_simulator import scenario as sc
 from imds_simulator.engine import Engine, EngineOptions
 from imds_simulator.fleet import FleetSpec, build_fleet
@@ -148,7 +149,8 @@ class Cycle:
     drained_gone: Set[str] = field(default_factory=set)  # VMs of those already deleted when drained
     busy_at_last_drain: Set[Tuple[str, str, int]] = field(default_factory=set)  # the domains in maintenance then
     planned_at: Optional[datetime] = None  # when it planned: no read of it could show an event that appeared later
-    read_quiet: List[str] = field(default_factory=list)  # what its done report says its own read found quiet
+    read_quiet: List[str] = field(default_factory=list)  # what its done report says it found or left quiet
+    saved: Dict[str, Dict[str, Any]] = field(default_factory=dict)  # each host's last save (maintenance_cycle_saved)
     deleted: List[str] = field(default_factory=list)  # what its done report says its plan took as deleted
 
 
@@ -532,6 +534,9 @@ class FleetRun:
                 yield
         for vm in sorted(cycle.alive):
             self.save(vm, cycle, reads[vm], hosts[vm], AFTER_RECOVER, approved_now[vm])
+        cycle.read_quiet = read_quiet(sorted(reads), {vm: {"maintenance_cycle_query": r,
+                                                           "maintenance_cycle_saved": cycle.saved.get(vm)}
+                                                      for vm, r in reads.items()})
         self.release_all(cycle)
 
     def remember(self, cycle: Cycle, given: Dict[str, Dict[str, Any]], reads: Dict[str, Dict[str, Any]]
@@ -554,10 +559,15 @@ class FleetRun:
 
     def save(self, vm: str, cycle: Cycle, result: Dict[str, Any], host_plan: Dict[str, Any], step: str,
              approved_now: List[str] = ()) -> None:
-        if not host_plan["saves"] or not self.renew(vm, cycle):
+        if not host_plan["saves"]:
+            cycle.saved[vm] = {"skipped": True}
+            return
+        if not self.renew(vm, cycle):
+            cycle.saved[vm] = {"failed": True}
             return
         # The role saves from its read: each save of a cycle starts from the state the cycle read.
         self.states[vm] = state_for_step(result, host_plan, step, list(approved_now))
+        cycle.saved[vm] = {"owes_work": owes_work(self.states[vm], "loaded")}
         if step == BEFORE_PREPARE:
             # The prepare of these events began: the cycle cannot tell how far it went, so the VM's drain (now or
             # later) serves them too until they are prepared or gone (it never undoes a drain they may need).

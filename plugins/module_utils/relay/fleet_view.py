@@ -13,10 +13,15 @@ so every cycle then covers the whole target.
 A push can only widen a run, never narrow it. A host is *owed a look* from the moment it is first heard
 of, again whenever a push says it is not quiet, and again whenever a cycle covers it (the cycle may drain
 it, or die having drained it); it stops being owed only when a cycle that covered it, and began after the
-last such push and after every earlier cycle that covered it, reports that its own read found the host
-quiet (the done report's `read_quiet`, from the cycle playbook's last play). A push saying "quiet" changes
-nothing: a relay that reads another state file, or lies, can never take a host out of the runs, not even
-after a cycle drained it.
+last such push and after every earlier cycle that covered it, reports that it found the host quiet, or
+left it so (the done report's `read_quiet`, from the cycle playbook's last play: its own read listed no
+event for the host, and the host's state owed nothing as read or as the cycle last saved it, after its
+recovers). A push saying "quiet" changes nothing: a relay that reads another state file, or lies, can
+never take a host out of the runs, not even after a cycle drained it.
+
+A host first heard of is news, quiet or not: the controller knows nothing of it yet (after a restart it may
+be drained), so a cycle looks at it at once, while the fleet is quiet, instead of with the first event
+that comes, which would then wait for a read of every host (a whole fleet's, at start-up).
 
 News is gathered for `gather_seconds` before it starts a cycle: the relays of one event's VMs poll once a
 second each, so a whole fault domain's news arrives spread over about a second. Starting at the first push
@@ -154,7 +159,7 @@ class FleetView:
         self.gone.discard(host)
         # A host gone away (IMDS not answering there) is news for no cycle: any cycle would
         # leave it alone. It still has work, so every cycle counts it busy; coming back is the news.
-        if news and not entry.quiet and not entry.away:
+        if news and (known is None or not entry.quiet) and not entry.away:
             self._add_pending(host, now)
         return True
 

@@ -17,6 +17,7 @@ from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.lease.
     refresh,
     release,
 )
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.quiet import owes_work
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.cycle.state import state_problem
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.host.interface import StateUnreadable
 from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.tasks.module_support import (
@@ -69,6 +70,8 @@ def saved(host, path, text, check_mode, diff_mode):
     except (OSError, IOError) as exc:
         raise TaskFailed("cannot save the state file %s (%s)." % (path, exc))
     result = dict(changed=changed, path=path)
+    if not check_mode:  # what the host's state owes now (the event source's done report reads it)
+        result["owes_work"] = owes_work(json.loads(text), "loaded")
     if diff_mode:
         result["diff"] = {"before": before or "", "after": text, "before_header": path, "after_header": path}
     return result

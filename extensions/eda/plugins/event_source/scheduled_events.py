@@ -54,8 +54,10 @@ description:
     heard from for stale_seconds). News on hosts a running cycle covers is coalesced into the next event;
     news elsewhere starts another cycle at once (max_parallel_runs).
   - A push only starts a cycle or adds hosts to one; the cycle reads every VM itself, so a forged, replayed
-    or stale push can never cause an approval. A host leaves the runs only once a cycle's own read found it
-    quiet (the done report's C(read_quiet), which the cycle playbook sends when it is given C(done_url)),
+    or stale push can never cause an approval. A host first heard of starts a cycle at once, quiet or not (the
+    source knows nothing of it yet). A host leaves the runs only once a cycle found it quiet, or left it quiet
+    after its recovers, by its own read (the done report's C(read_quiet), which the cycle playbook sends when it
+    is given C(done_url)),
     never on a push's word; or once a cycle's plan took it as deleted (the done report's C(deleted), as its own
     Preempt or Terminate was seen Started and it has not answered since), until its relay is heard from again.
 options:
@@ -210,7 +212,7 @@ class Receiver:
 
 
 def read_quiet_of(body: bytes) -> tuple:
-    """(read_quiet, deleted): the hosts a done report says the cycle's own read found quiet, and those its plan
+    """(read_quiet, deleted): the hosts a done report says the cycle found or left quiet by its own read, and those its plan
     took as deleted (([], []) for an empty body: the report of a cycle that may have died, which takes no host
     out of later runs); ValueError in one sentence."""
     if not body.strip():

@@ -36,6 +36,15 @@ def test_a_state_is_written_once_with_private_modes_then_left_alone(tmp_path: Pa
     assert [p.name for p in path.parent.iterdir()] == ["state.json"], "no temporary file left behind"
 
 
+def test_a_save_says_whether_the_state_it_left_owes_work_and_check_mode_says_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    owed = {"event_id": "E1", "event_type": "Reboot", "event_status": "Scheduled", "resources": ["vm0"],
+            "prepare": "done"}
+    assert save(path, state_text(dict(STATE, events=[owed])))["owes_work"] is True
+    assert "owes_work" not in save(path, state_text(STATE), check_mode=True), "nothing was saved"
+    assert save(path, state_text(STATE))["owes_work"] is False, "approved ids alone owe nothing"
+
+
 def test_check_mode_says_what_would_change_and_diff_shows_it(tmp_path: Path) -> None:
     path = tmp_path / "state.json"
     save(path, state_text(empty_state()))

@@ -22,14 +22,16 @@ HOSTS = ["vm0", "vm1", "vm2"]
 
 
 def view(**settings: Any) -> FleetView:
-    """Three quiet hosts that a first cycle (run 0) read quiet; news starts a cycle at once unless a test sets
-    gather_seconds (which hosts a cycle covers is what most tests here are about; gathering has tests of its
-    own)."""
+    """Three quiet hosts that the cycle their first pushes started read quiet; news starts a cycle at once unless
+    a test sets gather_seconds (which hosts a cycle covers is what most tests here are about; gathering has tests
+    of its own)."""
     fleet = FleetView(ViewSettings(**dict({"expected_hosts": HOSTS, "gather_seconds": 0}, **settings)))
-    for n, host in enumerate(("vm0", "vm1", "vm2")):
+    for host in HOSTS:
         fleet.accept(push(host, 1, "change", relay_id=host), T0 - 0.2)
-    fleet.started[0] = Run(0, list(HOSTS), [], [], T0 - 0.1)
-    fleet.done(0, read_quiet=HOSTS)
+    # a tick after the pushes: a push in the tick a run begins may be newer than its read (still owed)
+    first = fleet.next_run(T0 - 0.2 + max(fleet.settings.gather_seconds, 0.1))
+    assert first is not None and first.hosts == HOSTS
+    fleet.done(first.number, read_quiet=HOSTS)
     return fleet
 
 
@@ -254,15 +256,29 @@ def test_a_host_a_cycle_covered_stays_in_the_runs_until_a_later_read_finds_it_qu
     assert "vm0" not in fleet.owed(), "a cycle's own read found it quiet"
 
 
-def test_a_host_first_heard_of_is_owed_a_look_until_a_cycle_reads_it() -> None:
-    fleet = FleetView(ViewSettings(expected_hosts=HOSTS, gather_seconds=0, rerun_seconds=60, stale_seconds=1000))
+def test_hosts_first_heard_of_are_looked_at_at_once_so_that_the_first_event_covers_only_its_host() -> None:
+    # Regression (issue 44): quiet first pushes started nothing, so the first event's cycle covered every host
+    # still owed its first look: the whole fleet's reads before the first prepare.
+    fleet = FleetView(ViewSettings(expected_hosts=HOSTS, gather_seconds=1, rerun_seconds=60, stale_seconds=1000))
     for host in HOSTS:
         fleet.accept(push(host, 1, "change", relay_id=host), T0)
-    assert fleet.next_run(T0 + 1) is None, "quiet relays start nothing at once"
-    first = fleet.next_run(T0 + 61)   # rerun_seconds after the view's first look
-    assert first is not None and first.hosts == HOSTS, "but no host is taken for quiet before a cycle read it"
-    fleet.done(first.number, read_quiet=HOSTS)
-    assert fleet.next_run(T0 + 200) is None
+    assert fleet.next_run(T0 + 0.5) is None, "gathered like any news"
+    first = fleet.next_run(T0 + 1)
+    assert first is not None and first.hosts == HOSTS and first.changed == HOSTS, \
+        "quiet or not, a host first heard of is looked at at once: nothing is known of it yet"
+    assert fleet.next_run(T0 + 2) is None, "one cycle for them"
+    fleet.done(first.number, read_quiet=["vm1", "vm2"])
+    fleet.accept(change("vm2", 2), T0 + 10)
+    event = fleet.next_run(T0 + 11)
+    assert event is not None and event.hosts == ["vm0", "vm2"], "its host, and vm0, which the look did not find quiet"
+
+
+def test_a_host_heard_of_again_by_a_restarted_source_is_looked_at_again() -> None:
+    fleet = view()
+    restarted = FleetView(fleet.settings)   # a new source knows nothing of what the old one's cycles read
+    restarted.accept(push("vm1", 7, relay_id="vm1"), T0 + 5)
+    run = restarted.next_run(T0 + 5)
+    assert run is not None and "vm1" in run.hosts
 
 
 def test_a_host_is_left_alone_only_while_its_relay_says_imds_does_not_answer_not_for_a_started_event() -> None:
