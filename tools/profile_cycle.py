@@ -22,7 +22,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -65,6 +65,24 @@ def timeline(records: List[Dict[str, Any]]) -> List[TaskRow]:
     return rows
 
 
+PREPARE_TASK = "Run the prepare tasks once per event"
+
+
+def tasks_before_prepare(records: List[Dict[str, Any]], listed: List[str]) -> Tuple[List[int], int]:
+    """(per listed host, the tasks with a result for it, skipped included, that started before the role's prepare
+    task did; the tasks of that time with one result in all: run once, or the control node's). Issue 44's lean
+    role counts the first (every one costs the controller about 25 ms per host)."""
+    starts = {r["task"]: r for r in records if r["kind"] == "task"}
+    prepare_at = min((r["t"] for r in starts.values() if PREPARE_TASK in r["name"]), default=float("inf"))
+    early = {uuid for uuid, r in starts.items() if r["t"] < prepare_at}
+    hosts_of: Dict[str, set] = {}
+    for record in records:
+        if record["kind"] == "result" and record["task"] in early:
+            hosts_of.setdefault(record["task"], set()).add(record["host"])
+    per_host = [sum(1 for hosts in hosts_of.values() if host in hosts and len(hosts) > 1) for host in listed]
+    return per_host, sum(1 for hosts in hosts_of.values() if len(hosts) == 1)
+
+
 def profile(vms: int, forks: int, limit: str, work: Path) -> Dict[str, Any]:
     fleet = LiveFleet(None, time_scale=1.0, fleet=FleetSpec(name="profile", vms=vms, fault_domains=3))
     try:
@@ -88,7 +106,9 @@ def profile(vms: int, forks: int, limit: str, work: Path) -> Dict[str, Any]:
         # the prepare log's wall clock against the callback's monotonic one: both from the playbook's first task
         offset = time.time() - time.monotonic()
         starts = sorted(a["at"] - offset - zero for a in prepares)
+        per_host, once = tasks_before_prepare(records, listed)
         return {"vms": vms, "listed": len(listed), "hosts": len(bench.hosts), "forks": forks, "limit": limit,
+                "per_host_tasks": per_host, "once_tasks": once,
                 "wall_s": wall, "cpu_s": cpu, "rows": timeline(records), "prepared": len(prepares),
                 "first_prepare_s": starts[0] if starts else None, "last_prepare_s": starts[-1] if starts else None}
     finally:
@@ -104,6 +124,9 @@ def report(found: Dict[str, Any], top: int, command: str) -> str:
              f"{found['vms']} VMs in the set), forks {found['forks']}: first prepare {fmt(first)} s, last "
              f"{fmt(found['last_prepare_s'])} s after the playbook's first task; the playbook {found['wall_s']:.1f} s "
              f"wall, {found['cpu_s']:.1f} CPU-s ({found['cpu_s'] / max(found['wall_s'], 1e-9):.2f} cores busy).", "",
+             f"Tasks each listed host ran before the prepare (skipped ones included): "
+             f"{min(found['per_host_tasks'], default=0)} to {max(found['per_host_tasks'], default=0)}, beside "
+             f"{found['once_tasks']} run once for the play.", "",
              f"Before the first prepare: {len(before)} tasks over, {sum(r.wall_s for r in before):.1f} s of task "
              f"time; the {top} longest:", "",
              "| task | starts at | wall | hosts (skipped) |", "|---|---|---|---|"]
