@@ -26,7 +26,10 @@ Figures, from the simulator's ground truth and the prepare log, per event: first
 simulator (`appeared_at`) -> the first of its VMs' prepares starts; last prepare = -> the last of its listed VMs'
 prepares starts (all prepared, else n/a); Preempt prepared before NotBefore (%, its eviction); missed (never
 prepared within the run); controller CPU-seconds per event (the rulebook's process tree: own + reaped children's
-CPU from /proc, over the shape's events, heartbeats included); relay max RSS and mean CPU % of one core.
+CPU from /proc, over the shape's events, heartbeats included), raw and split (tools/vm_cpu.py): the simulated VMs'
+module processes, logged by their Python (tools/vm_python.py), apart from the controller alone, the module calls,
+and what a real controller over SSH with pipelining would pay (an estimate); relay max RSS and mean CPU % of one
+core.
 
     python tools/bench_reaction.py [--sizes 50,200] [--events 6] [--shapes fault-domain,one-vm,burst,burst-short]
                                    [--burst N] [--scheduled-size 50] [--report docs/lab/benchmarks.md]
@@ -68,6 +71,8 @@ from tests import timing  # noqa: E402
 from tools.report import write_section  # noqa: E402
 from tools.soak import epoch, percentile  # noqa: E402
 from tools.relay_fleet import RelayFleet, environment, kill_tree, tree_cpu  # noqa: E402
+from tools.vm_cpu import LOCAL_CONTROLLER_CPU_S_PER_CALL, SSH_PIPELINING_CONTROLLER_CPU_S_PER_CALL  # noqa: E402
+from tools.vm_cpu import CpuSplit, VmCpuLog  # noqa: E402
 from tests.history.history_helpers import capture_env  # noqa: E402
 from tests.certificates import certificate_chain  # noqa: E402
 from tests.eda.rulebook_setup import event_grid_env, event_grid_files  # noqa: E402
@@ -251,7 +256,7 @@ class Result:
     size: int
     shape: str
     found: Dict[str, Any]
-    controller_cpu_s: Optional[float] = None
+    cpu: Optional[CpuSplit] = None   # per event
     relay_rss_mib: Optional[float] = None
     relay_cpu_pct: Optional[float] = None
     notes: List[str] = field(default_factory=list)
@@ -273,7 +278,8 @@ def run_eda(size: int, shapes: List[str], events: int, burst: int, collections: 
     """Each shape on one fleet of `size` VMs, its Result appended to `results` as it ends (kept if a later one
     runs out of time)."""
     fleet = LiveFleet(None, time_scale=1.0, fleet=FleetSpec(name=f"avset-eda-{size}", vms=size, fault_domains=3))
-    run = RelayFleet(WORK / f"eda-{size}", fleet, collections, wait_for, capture=True)
+    vm_cpu = VmCpuLog(WORK / f"eda-{size}" / "vm-cpu")
+    run = RelayFleet(WORK / f"eda-{size}", fleet, collections, wait_for, capture=True, vm_cpu=vm_cpu)
     mine: List[Result] = []
     used: List[str] = []
     n = 0
@@ -284,7 +290,7 @@ def run_eda(size: int, shapes: List[str], events: int, burst: int, collections: 
         for shape in shapes:
             planned = waves(shape, fleet, events, burst, used)
             print(f"  {shape}: {sum(len(w) for w in planned)} event(s) in {len(planned)} wave(s)", flush=True)
-            relay_cpu0, cpu0, wall0 = run.relay_cpu(), run.controller_cpu(), time.monotonic()
+            relay_cpu0, cpu0, vm_mark, wall0 = run.relay_cpu(), run.controller_cpu(), vm_cpu.mark(), time.monotonic()
             max_rss = 0.0
             ids: List[str] = []
             for wave in planned:
@@ -307,11 +313,13 @@ def run_eda(size: int, shapes: List[str], events: int, burst: int, collections: 
                         f"a cycle of the {shape} wave still ran after {WAIT_PREPARE_S} s")
                 time.sleep(EDA_GAP_S)
                 run.check_alive()
-            cpu1, wall1, relay_cpu1 = run.controller_cpu(), time.monotonic(), run.relay_cpu()
+            cpu1, vm_calls, wall1, relay_cpu1 = run.controller_cpu(), vm_cpu.since(vm_mark), time.monotonic(), \
+                run.relay_cpu()
             relay_cpu = [relay_cpu1[vm] - relay_cpu0[vm] for vm in relay_cpu0  # a relay gone is left out
                          if relay_cpu0[vm] is not None and relay_cpu1.get(vm) is not None] or [float("nan")]
             mine.append(Result("event-driven", size, shape, outcomes(fleet, bench, ids),
-                               controller_cpu_s=(cpu1 - cpu0) / len(ids), relay_rss_mib=max_rss,
+                               cpu=CpuSplit(cpu1 - cpu0, vm_calls.cpu_s, vm_calls.calls).per_event(len(ids)),
+                               relay_rss_mib=max_rss,
                                relay_cpu_pct=100 * statistics.mean(relay_cpu) / (wall1 - wall0),
                                notes=[f"{wall1 - wall0:.0f} s of events"]))
             results.append(mine[-1])
@@ -328,10 +336,12 @@ def run_scheduled(size: int, events: int, period_s: float) -> Result:
     work = WORK / f"scheduled-{size}"
     work.mkdir()
     fleet = LiveFleet(None, time_scale=1.0, fleet=FleetSpec(name=f"avset-scheduled-{size}", vms=size, fault_domains=3))
+    vm_cpu = VmCpuLog(work / "vm-cpu")
     try:
-        bench = CycleBench(fleet, work)
-        return on_schedule(f"cycle every {period_s:g} s", fleet, bench, capture_env(work / "cycles.jsonl"), events,
-                           period_s, [], work / "cycles.jsonl")
+        bench = CycleBench(fleet, work, interpreter=str(vm_cpu.interpreter))
+        return on_schedule(f"cycle every {period_s:g} s", fleet, bench,
+                           dict(capture_env(work / "cycles.jsonl"), **vm_cpu.env), events, period_s, [],
+                           work / "cycles.jsonl", vm_cpu)
     finally:
         fleet.close()
 
@@ -366,12 +376,14 @@ def run_control_plane(size: int, events: int, lag_s: float, period_s: float) -> 
 
 
 def on_schedule(way: str, fleet: LiveFleet, bench: CycleBench, env: Dict[str, str], events: int, period_s: float,
-                notes: List[str], history: Path) -> Result:
+                notes: List[str], history: Path, vm_cpu: Optional[VmCpuLog] = None) -> Result:
     """The cycle started every `period_s` (start to start, as cron; a run that overruns it starts the next at once)
     while the one-vm mix arrives as a stream, one event every STREAM_GAP_S, until every event settled; controller
-    CPU: the runs' processes, per event."""
+    CPU: the runs' processes, per event, the VMs' module processes apart when `vm_cpu` logs them (else every
+    host's calls are the controller's: the control-plane transport contacts no VM)."""
     ids: List[str] = []
     cpu = 0.0
+    vm_mark = vm_cpu.mark() if vm_cpu else 0
     pending = list(waves("one-vm", fleet, events, 0, []))
     next_event = next_run = time.monotonic()
     print(f"  {way}, {len(fleet.vms)} VMs: {len(pending)} event(s) as a stream", flush=True)
@@ -387,7 +399,9 @@ def on_schedule(way: str, fleet: LiveFleet, bench: CycleBench, env: Dict[str, st
             bench.run(env=env, timeout=600)
             cpu += _children_cpu() - before
         time.sleep(0.2)
-    return Result(way, len(fleet.vms), "one-vm", outcomes(fleet, bench, ids), controller_cpu_s=cpu / max(len(ids), 1),
+    vm_calls = vm_cpu.since(vm_mark) if vm_cpu else None
+    split = CpuSplit(cpu, vm_calls.cpu_s, vm_calls.calls) if vm_calls else CpuSplit(cpu, 0.0, 0)
+    return Result(way, len(fleet.vms), "one-vm", outcomes(fleet, bench, ids), cpu=split.per_event(len(ids)),
                   histories=[history], notes=notes)
 
 
@@ -435,7 +449,7 @@ def run_event_grid(size: int, events: int, lag_s: float, delivery_s: float, coll
             time.sleep(0.2)
         cpu1 = tree_cpu(proc.pid)
         return Result("Event Grid rulebook, control plane", size, "one-vm", outcomes(fleet, bench, ids),
-                      controller_cpu_s=(cpu1 - cpu0) / max(len(ids), 1), histories=[work / "cycles.jsonl"],
+                      cpu=CpuSplit(cpu1 - cpu0, 0.0, 0).per_event(len(ids)), histories=[work / "cycles.jsonl"],
                       notes=[f"Resource Graph lag {lag_s:g} s and Event Grid delivery {delivery_s:g} s (assumed)"])
     finally:
         kill_tree(proc)
@@ -495,28 +509,46 @@ def render(results: List[Result], argv: List[str], wall: float) -> str:
         f"{STREAM_GAP_S:g} s). First / last prepare = the event "
         "appears in the simulator -> the first / last of its VMs' prepares starts (the prepare log). Controller "
         "CPU: the rulebook's process tree, children included, over the shape's events, per event (scheduled: the "
-        "runs' processes).",
+        "runs' processes), raw; the simulated VMs are local-connection hosts whose Python is tools/vm_python.py, "
+        "which logs each module process's CPU (its own start-up included): the controller alone is the raw figure "
+        "less those; a real controller over SSH with pipelining is estimated as the controller alone with each "
+        f"module call's local share ({LOCAL_CONTROLLER_CPU_S_PER_CALL:g} CPU-s) traded for its cost over SSH with "
+        f"pipelining ({SSH_PIPELINING_CONTROLLER_CPU_S_PER_CALL:g}; both `make bench-ssh`, tools/vm_cpu.py). "
+        "Tasks delegated to localhost (the bench's prepare and recover log) are the controller's.",
         "",
     ] + [f"Control plane ({'; '.join(r.notes)}): `azure_imds.scheduled_events.cycle` started every period on a fleet "
          "whose hosts all have `maintenance_cycle_transport: control_plane` (one Resource Graph read per run, "
          "acknowledge for approvals, the VMs not contacted), against the simulator's control-plane face over HTTPS; "
-         "the one-vm mix as a stream; controller CPU: the runs' processes, per event.\n"
+         "the one-vm mix as a stream; controller CPU: the runs' processes, per event (all of it the controller's: "
+         "no VM is contacted).\n"
          for r in results if r.way.startswith("control plane")] + [
         f"Event Grid ({'; '.join(r.notes)}): the rulebook `scheduled_events_event_grid` over the same kind of fleet, "
         "each status change of an event written to the queue of a TEST DOUBLE of azure.azcollection's Service Bus "
         "source once its delivery time has passed (no Service Bus is reachable here); each notification starts "
         "the cycle on the VMs it lists, whose Resource Graph read waits until it shows the notified event; "
-        "controller CPU: the rulebook's process tree, per event.\n"
+        "controller CPU: the rulebook's process tree, per event (all of it the controller's).\n"
         for r in results if r.way.startswith("Event Grid")] + table(results)
     return "\n".join(lines) + "\n"
+
+
+CPU_COLUMNS = ("controller CPU-s / event, raw (the tree, the simulated VMs' modules in it)",
+               "controller alone", "simulated VMs' module processes", "module calls on the VMs / event",
+               "a real controller over SSH with pipelining (estimate)")
+
+
+def cpu_cells(cpu: Optional[CpuSplit]) -> List[str]:
+    """The CPU columns of a row, per event."""
+    if cpu is None:
+        return ["n/a"] * len(CPU_COLUMNS)
+    return [fmt(cpu.raw), fmt(cpu.controller), fmt(cpu.vm), fmt(cpu.calls), fmt(cpu.over_ssh)]
 
 
 def table(results: List[Result]) -> List[str]:
     """The report's table and the per-event line."""
     lines = ["| way | VMs | shape | events (VMs) | first prepare median / p95 | last prepare median / p95 "
-             "| Preempt prepared before NotBefore | missed | controller CPU-s / event | relay max RSS "
+             "| Preempt prepared before NotBefore | missed | " + " | ".join(CPU_COLUMNS) + " | relay max RSS "
              "| relay mean CPU (one core) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|" + "---|" * len(CPU_COLUMNS) + "---|---|"]
     for r in results:
         f = r.found
         preempt = f"{100 * f['preempt_in_time'] / f['preempts']:.0f} % ({f['preempt_in_time']}/{f['preempts']})" \
@@ -525,7 +557,7 @@ def table(results: List[Result]) -> List[str]:
         lines.append(
             f"| {r.way} | {r.size} | {r.shape} | {f['events']} ({f['vms']}) | {fmt(f['first_median'])} / "
             f"{fmt(f['first_p95'])} s | {fmt(f['last_median'])} / {fmt(f['last_p95'])} s | {preempt} | {missed} | "
-            f"{fmt(r.controller_cpu_s)} | {fmt(r.relay_rss_mib)} MiB | {fmt(r.relay_cpu_pct, 2)} % |"
+            f"{' | '.join(cpu_cells(r.cpu))} | {fmt(r.relay_rss_mib)} MiB | {fmt(r.relay_cpu_pct, 2)} % |"
             .replace("n/a MiB", "n/a").replace("n/a %", "n/a"))
     lines.append("")
     lines.append("- Per event, first prepare (last, when it listed more than one VM), s from appearing: " + "; ".join(

@@ -30,11 +30,15 @@ How the CPU is counted apart:
   child left it is stopped and reaped with os.wait4, whose rusage is sshd's own CPU with all its reaped
   descendants'. sshd is reaped after the play's controller CPU was read, so neither counts the other.
 - The simulated IMDS serves from threads of this process: Azure's side, in neither.
+- Beside them, the same plays on the same hosts over the local connection, as the other benchmarks run them (no
+  pipelining), their Python tools/vm_python.py: the VM side is the module processes it logs, the controller the
+  play's tree less them (no sshd runs for these plays).
 """
 from __future__ import annotations
 
 import argparse
 import ctypes
+import json
 import os
 import shutil
 import signal
@@ -47,7 +51,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -55,14 +59,19 @@ sys.path.insert(0, str(REPO))
 from tools.bench_quiet_fleet import serve_quiet_fleet  # noqa: E402
 from tools.profile_module_floor import Measured, Play, per_host_task, playbook, run_play  # noqa: E402
 from tools.relay_fleet import environment  # noqa: E402
+from tools.vm_cpu import VmCpuLog  # noqa: E402
 
 SSHD = Path("/usr/sbin/sshd")
 PR_SET_CHILD_SUBREAPER = 36
 # Ansible's default ssh_args (the ssh connection plugin's documentation), given explicitly so that a user's
 # ANSIBLE_SSH_ARGS or ansible.cfg cannot change what is measured.
 ANSIBLE_DEFAULT_SSH_ARGS = "-C -o ControlMaster=auto -o ControlPersist=60s"
-MODES = [("Ansible's defaults (no pipelining)", {"ANSIBLE_PIPELINING": "False"}),
-         ("pipelining on", {"ANSIBLE_PIPELINING": "True"})]
+SSH_MODES = [("Ansible's defaults (no pipelining)", {"ANSIBLE_PIPELINING": "False"}),
+             ("pipelining on", {"ANSIBLE_PIPELINING": "True"})]
+# The same hosts on the local connection, as the other benchmarks run them, with the module's process counted apart
+# (tools/vm_python.py): what the controller pays per call there, so that tools/vm_cpu.py can trade it for SSH's.
+LOCAL_MODE = "local connection, no pipelining (the other benchmarks')"
+MODES = SSH_MODES + [(LOCAL_MODE, {"ANSIBLE_PIPELINING": "False"})]
 MODULES = [("ansible.builtin.ping", "ansible.builtin.ping:"),
            ("scheduled_events_info (simulated IMDS)",
             "azure_imds.scheduled_events.scheduled_events_info:\n        imds_url: \"{{{{ maintenance_cycle_imds_url }}}}\"")]
@@ -158,10 +167,15 @@ def report(rows: List[Row], empties: Sequence[Sample], hosts: int, forks: int, t
               f"{r.first_controller_s:.3f} / {r.first_vm_s:.3f} |" for r in rows]
     lines.append("")
     for module in dict.fromkeys(r.module for r in rows):
-        default, piped = (next(r for r in rows if r.module == module and r.mode == m) for m, _ in MODES)
+        default, piped = (next(r for r in rows if r.module == module and r.mode == m) for m, _ in SSH_MODES)
         saved = default.controller_s - piped.controller_s
         lines.append(f"- {module}: pipelining saves the controller {saved:.3f} CPU-s per host per call "
                      f"({saved / max(default.controller_s, 1e-9):.0%}), the VM {default.vm_s - piped.vm_s:.3f}.")
+        local = next((r for r in rows if r.module == module and r.mode == LOCAL_MODE), None)
+        if local:
+            lines.append(f"- {module}: the local connection's controller pays {local.controller_s:.3f} CPU-s per "
+                         f"host per call, the module's process left out; over SSH with pipelining "
+                         f"{piped.controller_s:.3f}.")
     return "\n".join(lines) + "\n"
 
 
@@ -257,6 +271,15 @@ def end_orphans(keep: Iterable[int], grace: float = 15.0) -> None:
             time.sleep(0.02)
 
 
+def local_inventory(inventory: Dict[str, Any], python: str) -> Dict[str, Any]:
+    """The same hosts with their own variables, each reached over the local connection with `python`."""
+    group = inventory["azure_vms"]
+    return {"azure_vms": dict(group, hosts={
+        vm: dict({k: v for k, v in hostvars.items() if not k.startswith("ansible_")},
+                 ansible_connection="local", ansible_python_interpreter=python)
+        for vm, hostvars in group["hosts"].items()})}
+
+
 def ssh_host(temp: Path, port: int, key: Path, python: str):
     def connection(vm: str) -> Dict[str, str]:
         return {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": str(port),
@@ -281,16 +304,24 @@ def one_play(work: Path, inventory: Path, config: Path, port: int, name: str, te
     return Sample(measured, vm_cpu)
 
 
+def local_play(work: Path, vm_cpu: VmCpuLog, name: str, text: str, forks: int, env: Dict[str, str]) -> Sample:
+    """A play on the local inventory: the controller is its tree less the module processes vm_cpu logs."""
+    mark = vm_cpu.mark()
+    measured = run_play(work, name, text, forks, {**vm_cpu.env, **env}, inventory=work / "local-inventory.json")
+    calls = vm_cpu.since(mark)
+    return Sample(Measured(measured.name, measured.wall_s, measured.cpu_s - calls.cpu_s), calls.cpu_s)
+
+
 def one_round(work: Path, inventory: Path, config: Path, port: int, forks: int,
-              tasks: int) -> Tuple[Sample, Dict[Key, Sample]]:
+              tasks: int, vm_cpu: VmCpuLog) -> Tuple[Sample, Dict[Key, Sample]]:
     empty = one_play(work, inventory, config, port, "empty play", playbook(None, 0, work, "azure_vms"), forks, {})
     samples = {}
     for module, task in MODULES:
         for mode, env in MODES:
             for calls in (1, tasks):
-                text = playbook(Play(module, task, env), calls, work, "azure_vms")
-                samples[mode, module, calls] = one_play(work, inventory, config, port, f"{module} {mode} {calls}",
-                                                        text, forks, env)
+                name, text = f"{module} {mode} {calls}", playbook(Play(module, task, env), calls, work, "azure_vms")
+                samples[mode, module, calls] = local_play(work, vm_cpu, name, text, forks, env) \
+                    if mode == LOCAL_MODE else one_play(work, inventory, config, port, name, text, forks, env)
     return empty, samples
 
 
@@ -317,8 +348,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         config = work / "sshd_config"
         config.write_text(sshd_config(work, max_startups=2 * args.forks + 10))
         fleet = serve_quiet_fleet(args.hosts, work, ssh_host(work, port, key, args.vm_python))
+        vm_cpu = VmCpuLog(work / "vm-cpu")
+        (work / "local-inventory.json").write_text(json.dumps(local_inventory(
+            json.loads(fleet.inventory.read_text()), str(vm_cpu.interpreter))))
         try:
-            measured = [one_round(work, fleet.inventory, config, port, args.forks, args.tasks)
+            measured = [one_round(work, fleet.inventory, config, port, args.forks, args.tasks, vm_cpu)
                         for _ in range(args.rounds)]
         finally:
             fleet.close()

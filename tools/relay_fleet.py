@@ -29,6 +29,7 @@ from tests.integration.runner import CycleBench  # noqa: E402
 from tests.history.history_helpers import capture_env  # noqa: E402
 from tests.live_fleet import LiveFleet  # noqa: E402
 from tools.stage_collection import stage  # noqa: E402
+from tools.vm_cpu import VmCpuLog  # noqa: E402
 
 PLAIN_PYTHON = getattr(sys, "_base_executable", sys.executable)  # the relays need no Ansible
 TOKEN = b"relay-fleet-token-0123456789abcdef"
@@ -241,13 +242,17 @@ class RelayFleet:
     relays: List[Relay] = field(default_factory=list)
     rulebook: Optional[subprocess.Popen] = None
     capture: bool = False   # the cycles' history callback on, writing cycles.jsonl (reads, approvals, actions)
+    vm_cpu: Optional[VmCpuLog] = None  # the VMs' Python logs their module processes' CPU there
 
     def __post_init__(self) -> None:
         self.work.mkdir(parents=True, exist_ok=True)
-        self.bench = CycleBench(self.fleet, self.work)
+        self.bench = CycleBench(self.fleet, self.work,
+                                interpreter=str(self.vm_cpu.interpreter) if self.vm_cpu else None)
         self.setup = RulebookSetup(self.work, TOKEN, self.fleet.vms)
         if self.capture:
             self.setup.env.update(capture_env(self.cycles_history))
+        if self.vm_cpu:
+            self.setup.env.update(self.vm_cpu.env)
 
     @property
     def cycles_history(self) -> Path:

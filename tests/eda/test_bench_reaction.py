@@ -11,14 +11,18 @@ from imds_simulator.fleet import FleetSpec
 from tests.live_fleet import LiveFleet
 from tools.bench_reaction import (
     BURST_SHORT_NOTICE_S,
+    CPU_COLUMNS,
     SHAPES,
+    Result,
     default_burst,
     event_row,
     figures,
     infeasible,
     shape_list,
+    table,
     waves,
 )
+from tools.vm_cpu import CpuSplit, over_ssh_with_pipelining
 
 APPEARED = "2026-11-28T10:00:00.000Z"
 NOT_BEFORE = "2026-11-28T10:00:30.000Z"
@@ -104,3 +108,18 @@ def test_the_default_run_fits_each_size_and_an_impossible_one_is_refused_before_
             fleet.close()
     assert "need 60 VMs besides the one-VM events'; 50 VMs leave 44" in infeasible(50, shapes, 6, 30)
     assert "need 20 VMs in fault domain 0" in infeasible(50, shapes, 20, 1)
+
+
+def test_the_table_puts_the_raw_cpu_beside_the_controller_alone_the_vms_the_calls_and_the_ssh_estimate() -> None:
+    row = event_row(event("R1", "Reboot", ["vm5"]), {"vm5": T0 + 3.0})
+    found = dict(figures([row]), rows=[row])
+    split = CpuSplit(raw=80.0, vm=60.0, calls=200).per_event(2)
+    rows = table([Result("event-driven", 50, "fault-domain", found, cpu=split),
+                  Result("control plane, cycle every 60 s", 50, "one-vm", found, cpu=CpuSplit(9.0, 0.0, 0))])
+    header = [cell.strip() for cell in rows[0].strip("|").split("|")]
+    first, second = ([cell.strip() for cell in row.strip("|").split("|")] for row in rows[2:4])
+    at = header.index(CPU_COLUMNS[0])
+    assert header[at:at + len(CPU_COLUMNS)] == list(CPU_COLUMNS) and len(first) == len(header)
+    ssh = over_ssh_with_pipelining(10.0, 100)
+    assert first[at:at + 5] == ["40.0", "10.0", "30.0", "100.0", f"{ssh:.1f}"]
+    assert second[at:at + 5] == ["9.0", "9.0", "0.0", "0.0", "9.0"], "no VM contacted: all the controller's"

@@ -35,10 +35,11 @@ class CycleBench:
     """A fleet, its inventory, per-host state files and a log of prepare/recover calls."""
 
     def __init__(self, fleet: LiveFleet, work: Path, hosts: Optional[List[str]] = None,
-                 windows: Sequence[str] = (), control_plane: Sequence[str] = ()):
+                 windows: Sequence[str] = (), control_plane: Sequence[str] = (), interpreter: Optional[str] = None):
         """`windows` hosts connect through the Windows test double and keep the role's default state path.
         `control_plane` hosts are read and approved through the simulator's control plane; their IMDS URL is a
-        closed port, so that any request to the VM fails the run."""
+        closed port, so that any request to the VM fails the run. `interpreter`: the hosts' Python (this one's by
+        default; the benchmarks' tools/vm_python.py counts the modules' CPU apart)."""
         self.fleet = fleet
         self.work = work
         self.hosts = hosts or fleet.vms
@@ -50,7 +51,7 @@ class CycleBench:
         self.inventory = work / "inventory.json"
         self.inventory.write_text(json.dumps({"azure_vms": {
             "hosts": {h: self._host_vars(h) for h in self.hosts},
-            "vars": {"ansible_python_interpreter": sys.executable, "actions_dir": str(self.actions_dir)}}}))
+            "vars": {"ansible_python_interpreter": interpreter or sys.executable, "actions_dir": str(self.actions_dir)}}}))
 
     def _host_vars(self, host: str) -> Dict[str, Any]:
         url = {"maintenance_cycle_imds_url": self.fleet.url(host),

@@ -7,7 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from tools.bench_ssh import MODES, MODULES, Sample, children_of, report, rows_of, sshd_config, stat_parent
+from tools.bench_ssh import (
+    LOCAL_MODE,
+    MODES,
+    MODULES,
+    Sample,
+    children_of,
+    local_inventory,
+    report,
+    rows_of,
+    sshd_config,
+    stat_parent,
+)
 from tools.profile_module_floor import Measured
 
 
@@ -39,7 +50,7 @@ def test_a_call_with_the_connection_up_is_the_long_play_less_the_one_call_play_a
     hosts, tasks = 10, 3
     empty = sample(5.0, 2.0, 0.0)
     samples = {}
-    for (mode, _env), controller in zip(MODES, (0.5, 0.25)):
+    for (mode, _env), controller in zip(MODES, (0.5, 0.25, 0.3)):
         for module, _task in MODULES:
             # the first call costs 1.0 (controller) and 0.8 (VM) per host; each further call `controller` and 0.4
             samples[mode, module, 1] = sample(7.0, 2.0 + hosts * 1.0, hosts * 0.8)
@@ -55,6 +66,19 @@ def test_a_call_with_the_connection_up_is_the_long_play_less_the_one_call_play_a
     assert f"| {MODES[0][0]} | {MODULES[0][0]} | 0.500 | 0.400 | 2.0 s | 1.000 / 0.800 |" in text
     assert f"- {MODULES[0][0]}: pipelining saves the controller 0.250 CPU-s per host per call (50%), the VM 0.000." \
         in text
+    assert [r.controller_s for r in rows if r.mode == LOCAL_MODE] == pytest.approx([0.3, 0.3])
+    assert f"- {MODULES[0][0]}: the local connection's controller pays 0.300 CPU-s per host per call, the module's " \
+        "process left out; over SSH with pipelining 0.250." in text
+
+
+def test_the_local_inventory_keeps_each_hosts_own_variables_and_drops_the_ssh_ones() -> None:
+    ssh = {"azure_vms": {"hosts": {"vm0": {
+        "maintenance_cycle_imds_url": "http://127.0.0.1:1/vm0", "ansible_connection": "ssh", "ansible_port": "22",
+        "ansible_ssh_common_args": "-o ControlPath=/tmp/cp/vm0", "ansible_python_interpreter": "/usr/bin/python3"}}}}
+    local = local_inventory(ssh, "/work/vm-python")
+    assert local == {"azure_vms": {"hosts": {"vm0": {
+        "maintenance_cycle_imds_url": "http://127.0.0.1:1/vm0", "ansible_connection": "local",
+        "ansible_python_interpreter": "/work/vm-python"}}}}
 
 
 def test_noise_never_makes_a_cost_negative() -> None:
