@@ -19,9 +19,12 @@ event for the host, and the host's state owed nothing as read or as the cycle la
 recovers). A push saying "quiet" changes nothing: a relay that reads another state file, or lies, can
 never take a host out of the runs, not even after a cycle drained it.
 
-A host first heard of is news, quiet or not: the controller knows nothing of it yet (after a restart it may
-be drained), so a cycle looks at it at once, while the fleet is quiet, instead of with the first event
-that comes, which would then wait for a read of every host (a whole fleet's, at start-up).
+A host first heard of is looked at at once, quiet or not: the controller knows nothing of it yet (after a
+restart it may be drained). Its first push starts a cycle (gathered like news, for the relays that start
+beside it) when no cycle runs, so the fleet is read while it is quiet, one cycle at a time, instead of with
+the first event that comes, which would then wait for a read of every host (a whole fleet's, at start-up).
+It is not news for a cycle beside a running one: relays start over seconds, and each news cycle covers every
+host with work, so a start-up would run several whole-fleet cycles at once.
 
 News is gathered for `gather_seconds` before it starts a cycle: the relays of one event's VMs poll once a
 second each, so a whole fault domain's news arrives spread over about a second. Starting at the first push
@@ -120,6 +123,7 @@ class FleetView:
     # Hosts a cycle took as deleted (its own read saw their own Preempt or Terminate Started, then silence):
     # out of every later run until their relay is heard from again (a push can only bring a host back).
     gone: Set[str] = field(default_factory=set)
+    first_heard: Dict[str, float] = field(default_factory=dict)   # when each host's first push came
 
     def knows(self, host):
         # type: (str) -> bool
@@ -159,7 +163,9 @@ class FleetView:
         self.gone.discard(host)
         # A host gone away (IMDS not answering there) is news for no cycle: any cycle would
         # leave it alone. It still has work, so every cycle counts it busy; coming back is the news.
-        if news and (known is None or not entry.quiet) and not entry.away:
+        if known is None:
+            self.first_heard.setdefault(host, now)
+        if news and not entry.quiet and not entry.away:
             self._add_pending(host, now)
         return True
 
@@ -223,7 +229,8 @@ class FleetView:
         if self.running:
             if not (ripe or stale) or len(self.running) >= self.settings.max_parallel_runs:
                 return None
-        elif not ripe and not stale and not self._rerun_due(work - set(self.leave_alone(sorted(work), now)), now):
+        elif not ripe and not stale and not self._first_look_due(now) \
+                and not self._rerun_due(work - set(self.leave_alone(sorted(work), now)), now):
             return None
         self.stale_noted |= stale
         self.runs += 1
@@ -279,6 +286,14 @@ class FleetView:
         """Whether news no running cycle covers has waited gather_seconds for the rest of its event's VMs (the
         oldest of it counts: a steady trickle of news cannot hold a cycle back longer than that)."""
         return bool(news) and now - min(self.news_at.get(h, now) for h in news) >= self.settings.gather_seconds
+
+    def _first_look_due(self, now):
+        # type: (float) -> bool
+        """Whether hosts first heard of that no cycle begun since has covered have waited gather_seconds (the
+        oldest). A cycle begun in the tick of the first push may have read before it: it does not count."""
+        waiting = [at for host, at in self.first_heard.items()
+                   if at >= self.covered_at.get(host, at - 1.0) and host not in self.gone]
+        return bool(waiting) and now - min(waiting) >= self.settings.gather_seconds
 
     def _rerun_due(self, work, now):
         # type: (Set[str], float) -> bool
