@@ -267,7 +267,9 @@ class RelayFleet:
     def log(self) -> Path:
         return self.work / "rulebook.log"
 
-    def start(self) -> None:
+    def start(self, settle: bool = True) -> None:
+        """The rulebook, then a relay per VM; with `settle`, until the start-up cycles are over (else the caller
+        waits for them with `settle_seconds()`, as it sees fit)."""
         size = len(self.fleet.vms)
         with self.log.open("w") as log:
             self.rulebook = self.setup.start(self.bench.inventory, log)
@@ -278,11 +280,15 @@ class RelayFleet:
             relay.start(self.collections)
             self.relays.append(relay)
         self.wait(lambda: all(r.recorded() for r in self.relays), 60 + size, "every relay's first document")
-        # Any cycle the relays' first pushes ask for must be over (and none for 5 s), so that the first
-        # event does not wait behind start-up work: a first look at every VM, whose claims cost about a
-        # CPU-second each on 2 cores beside the relays (200 VMs outlasted 380 s).
         time.sleep(10)
-        self.wait_idle(180 + 4 * size, "the start-up cycles to end")
+        if settle:
+            self.wait_idle(self.settle_seconds(), "the start-up cycles to end")
+
+    def settle_seconds(self) -> float:
+        """How long the start-up cycles may take: any cycle the relays' first pushes ask for must be over (and none
+        for 5 s), so that the first event does not wait behind start-up work; a first look at every VM, whose
+        claims cost about a CPU-second each on 2 cores beside the relays (200 VMs outlasted 380 s)."""
+        return 180 + 4 * len(self.fleet.vms)
 
     def wait_idle(self, timeout: float, what: str, quiet_s: float = 5.0) -> None:
         """Until no cycle has run under the rulebook for `quiet_s`: news on a VM a running cycle already read waits
