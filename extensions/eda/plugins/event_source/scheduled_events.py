@@ -54,8 +54,8 @@ description:
     heard from for stale_seconds). News on hosts a running cycle covers is coalesced into the next event;
     news elsewhere starts another cycle at once (max_parallel_runs).
   - A push only starts a cycle or adds hosts to one; the cycle reads every VM itself, so a forged, replayed
-    or stale push can never cause an approval. A host first heard of starts a cycle at once, quiet or not (the
-    source knows nothing of it yet). A host leaves the runs only once a cycle found it quiet, or left it quiet
+    or stale push can never cause an approval. A host first heard of is looked at at once, quiet or not (the
+    source knows nothing of it yet); its first push starts a cycle when none runs. A host leaves the runs only once a cycle found it quiet, or left it quiet
     after its recovers, by its own read (the done report's C(read_quiet), which the cycle playbook sends when it
     is given C(done_url)),
     never on a push's word; or once a cycle's plan took it as deleted (the done report's C(deleted), as its own
