@@ -23,8 +23,8 @@ A host first heard of is looked at at once, quiet or not: the controller knows n
 restart it may be drained). Its first push starts a cycle (gathered like news, for the relays that start
 beside it) when no cycle runs, so the fleet is read while it is quiet, one cycle at a time, instead of with
 the first event that comes, which would then wait for a read of every host (a whole fleet's, at start-up).
-It is not news for a cycle beside a running one: relays start over seconds, and each news cycle covers every
-host with work, so a start-up would run several whole-fleet cycles at once.
+It is not news: a running cycle covers every host with work, first-heard ones included, and a quiet host is
+not reported to the rulebook as changed.
 
 News is gathered for `gather_seconds` before it starts a cycle: the relays of one event's VMs poll once a
 second each, so a whole fault domain's news arrives spread over about a second. Starting at the first push
@@ -161,10 +161,10 @@ class FleetView:
         self.hosts[host] = entry
         self.stale_noted.discard(host)
         self.gone.discard(host)
-        # A host gone away (IMDS not answering there) is news for no cycle: any cycle would
-        # leave it alone. It still has work, so every cycle counts it busy; coming back is the news.
         if known is None:
             self.first_heard.setdefault(host, now)
+        # A host gone away (IMDS not answering there) is news for no cycle: any cycle would
+        # leave it alone. It still has work, so every cycle counts it busy; coming back is the news.
         if news and not entry.quiet and not entry.away:
             self._add_pending(host, now)
         return True

@@ -274,8 +274,7 @@ def test_hosts_first_heard_of_are_looked_at_at_once_so_that_the_first_event_cove
 
 
 def test_relays_that_start_over_seconds_get_their_first_look_one_cycle_at_a_time() -> None:
-    # Each cycle covers every host with work, so first looks beside a running cycle would run several
-    # whole-fleet cycles at once at start-up (the 200-VM benchmark timed out so).
+    # A first look is a cycle started when none runs; one begun before a host's first push does not count.
     fleet = FleetView(ViewSettings(expected_hosts=HOSTS, gather_seconds=1, stale_seconds=1000))
     fleet.accept(push("vm0", 1, "change", relay_id="vm0"), T0)
     first = fleet.next_run(T0 + 1)
