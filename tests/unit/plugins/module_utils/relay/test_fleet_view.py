@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.fleet_view import FleetView, Run, ViewSettings
+from ansible_collections.azure_imds.scheduled_events.plugins.module_utils.relay.fleet_view import FleetView, ViewSettings
 
 T0 = 1_800_000_000.0
 REBOOT = {"EventId": "A", "EventType": "Reboot", "EventStatus": "Scheduled", "Resources": ["vm0"]}
