@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-test.txt
-STAMP  := $(VENV)/.installed-$(shell cat $(REQS) pyproject.toml | cksum | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(shell cat $(REQS) pyproject.toml tools/install_requirements.py | cksum | cut -d' ' -f1)
 
 # Python writes its bytecode caches, as it does by default, even where the image sets PYTHONDONTWRITEBYTECODE (this
 # one does): uv installs without them, and then every ansible-playbook, notebook kernel and pytest worker compiles
