@@ -58,7 +58,6 @@ STARTED_FIRST = (
     "tests/integration/test_safety_regressions.py::test_a_short_freeze_over_a_pending_reboot_does_not_undo_the_reboots_drain",
     "tests/integration/test_control_plane_cycle.py::test_one_plan_over_imds_and_the_control_plane_approves_each_event_once_and_recovers_on_completed",
     "tests/windows/test_windows_hosts.py::test_a_mixed_fleet_cycles_through_prepare_approve_and_recover",
-    "tests/integration/test_cycle.py::test_hardware_failure_gets_no_prepare_and_a_recover_after",
     "tests/integration/test_cycle.py::test_a_vm_deleted_by_its_own_preempt_frees_its_fault_domain",
     "tests/test_lint.py::test_the_production_profile_passes_and_a_sloppy_playbook_fails_it",
     "tests/relay/test_event_relay_role.py::test_install_again_check_remove_and_the_installed_relay_runs",

@@ -112,6 +112,14 @@ def test_a_prepared_event_is_approved_once_by_its_first_listed_host() -> None:
     assert p["approvals"][IDS["E1"]]["hosts"] == ["vm1", "vm0"]
 
 
+def test_a_preempt_is_prepared_and_approved_by_the_cycle_that_first_reads_it() -> None:
+    """A Spot eviction's 30 s of notice leave no second cycle: its one VM prepares, then approves it at once."""
+    evict = event("E1", ["vm0"], event_type="Preempt", minutes=0.5)
+    p = plan({"vm0": result("vm0", 0, [evict]), "vm1": result("vm1", 1, [])})
+    assert ids(p["hosts"]["vm0"]["prepare"]) == [IDS["E1"]] and p["hosts"]["vm0"]["approve"] == [IDS["E1"]]
+    assert p["hosts"]["vm1"]["prepare"] == [] and p["hosts"]["vm1"]["approve"] == []
+
+
 def test_user_events_are_approved_at_once_and_prepared_first() -> None:
     user = event("U1", ["vm0"], source="User")
     p = plan({"vm0": result("vm0", 0, [user])})
@@ -418,6 +426,9 @@ def test_a_failed_prepare_is_remembered_as_begun_and_prepared_again() -> None:
 
 def test_an_unprepared_event_that_listed_the_host_is_recovered_once_gone_and_then_forgotten() -> None:
     crash = event("E1", ["vm0"], status="Started")  # a hardware failure: never Scheduled, never prepared
+    started = plan({"vm0": result("vm0", 0, [crash])})
+    assert started["hosts"]["vm0"]["prepare"] == [] and started["approvals"] == {}, "no notice: nothing to do early"
+    assert all(h["approve"] == [] for h in started["hosts"].values())
     seen = state_after(result("vm0", 0, [crash]))
     p = plan({"vm0": result("vm0", 0, [], seen)})
     assert ids(p["hosts"]["vm0"]["recover"]) == [IDS["E1"]]
