@@ -16,7 +16,8 @@ from event_analysis.loading import partitioned
 from tests.analysis.histories import action, approval, at, event, observation, simulate, write_lines
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.filterwarnings("ignore::event_analysis.HistoryWarning")
+# One worker runs the file (`--dist loadgroup`): the simulated fleet and its whole reading are made once.
+pytestmark = [pytest.mark.filterwarnings("ignore::event_analysis.HistoryWarning"), pytest.mark.xdist_group("partitioned")]
 
 
 def _fleet_files(tmp: Path) -> List[Path]:
@@ -40,13 +41,18 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> List[Path]:
     return _fleet_files(tmp_path_factory.mktemp("fleet"))
 
 
+@pytest.fixture(scope="module")
+def whole(fleet: List[Path]) -> ea.HistoryView:
+    """The fleet's files read at once, as every part count is compared with."""
+    return ea.open_history([str(p) for p in fleet], reaction=True)
+
+
 def _sorted(frame: pd.DataFrame, keys: List[str]) -> pd.DataFrame:
     return frame.sort_values(keys, kind="stable").reset_index(drop=True)
 
 
 @pytest.mark.parametrize("parts", [1, 3, 16])
-def test_part_by_part_equals_the_whole(fleet: List[Path], tmp_path: Path, parts: int) -> None:
-    whole = ea.open_history([str(p) for p in fleet], reaction=True)
+def test_part_by_part_equals_the_whole(fleet: List[Path], whole: ea.HistoryView, tmp_path: Path, parts: int) -> None:
     report = ea.partition_history([str(p) for p in fleet], tmp_path / "parts", parts=parts)
     by_part = ea.open_history(str(tmp_path / "parts"), reaction=True)
     assert report.bad == {"invalid JSON": 1} and whole.report.duplicates >= 60
