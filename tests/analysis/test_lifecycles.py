@@ -91,7 +91,7 @@ def test_intervals_contain_the_simulator_truth(tmp_path: Path, scenario: str, po
 # ----------------------------------------------------------------- change-only histories (the event relay's)
 
 @pytest.mark.parametrize("scenario, poll, seed", [
-    ("platform-maintenance", 1.0, 11), ("hardware-failure", 1.0, 12), ("fleet-mix", 5.0, 13),
+    ("platform-maintenance", 1.0, 11), ("hardware-failure", 1.0, 12), ("fleet-mix", 20.0, 13),
 ])
 def test_a_change_only_history_gives_the_lifecycles_of_the_per_poll_one(tmp_path: Path, scenario: str, poll: float,
                                                                           seed: int) -> None:
@@ -130,7 +130,7 @@ def test_a_change_only_record_after_an_outage_bounds_the_silence(tmp_path: Path)
 
 
 def test_a_mixed_week_with_approvals(tmp_path: Path) -> None:
-    sim = simulate(tmp_path, "fleet-mix", days=3, poll=10, seed=8, approve="user", vms=6, fault_domains=3,
+    sim = simulate(tmp_path, "fleet-mix", days=3, poll=30, seed=8, approve="user", vms=6, fault_domains=3,
                    name="mix.jsonl.gz")
     lifecycles = ea.event_lifecycles(ea.load_history(sim.path))
     assert check_against_truth(sim, lifecycles) > 20

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 import event_analysis as ea
+from event_analysis.__main__ import main as analysis_main
 from event_analysis.loading.awx import load_awx_job, load_runner_artifacts, runner_job_events
 from tests.conftest import COLLECTIONS_PATH
 from tests.live_fleet import SMALL_SET, LiveFleet
@@ -241,7 +242,17 @@ def from_awx_cli(*args: str) -> "subprocess.CompletedProcess[str]":
                           timeout=120, check=False, cwd=Path(__file__).resolve().parents[2])
 
 
-def test_a_jobs_history_is_written_to_a_file_the_notebooks_read(cycle_job: RunnerJob, tmp_path: Path) -> None:
+def from_awx_here(capsys: pytest.CaptureFixture, *args: str) -> "subprocess.CompletedProcess[str]":
+    """The same command's main() in this process (a process of its own costs seconds of CPU to import pandas)."""
+    code = analysis_main(["from-awx", *args])
+    printed = capsys.readouterr()
+    return subprocess.CompletedProcess(["main", *args], code, printed.out, printed.err)
+
+
+def test_a_jobs_history_is_written_to_a_file_the_notebooks_read(cycle_job: RunnerJob, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture) -> None:
+    """From the artifacts by a real `python -m event_analysis from-awx`; from the REST API, and the refusal to
+    overwrite, through the same main() in this process."""
     artifacts = cycle_job.artifacts("cycle")
     from_runner = tmp_path / "job.jsonl"
     done = from_awx_cli("--runner", str(artifacts), str(from_runner))
@@ -261,8 +272,9 @@ def test_a_jobs_history_is_written_to_a_file_the_notebooks_read(cycle_job: Runne
     try:
         base = f"http://127.0.0.1:{server.server_address[1]}"
         from_api = tmp_path / "api.jsonl"
-        assert from_awx_cli("--url", base, "--job", "42", "--token-file", str(token), str(from_api)).returncode == 0
-        again = from_awx_cli("--url", base, "--job", "42", "--token-file", str(token), str(from_api))
+        assert from_awx_here(capsys, "--url", base, "--job", "42", "--token-file", str(token),
+                             str(from_api)).returncode == 0
+        again = from_awx_here(capsys, "--url", base, "--job", "42", "--token-file", str(token), str(from_api))
     finally:
         server.shutdown()
     assert from_api.read_bytes() == from_runner.read_bytes(), "the REST API and the artifacts give one history"
