@@ -9,11 +9,13 @@
 3. For units, tell the staged tests where the repository is (tests/unit/repo_root.txt): the
    simulator they run against is not part of the collection.
 4. Run ansible-test in its own virtual environments (--venv) for this Python; units installs
-   tests/unit/requirements.txt there (--requirements).
+   tests/unit/requirements.txt there (--requirements). This environment's bin comes first on PATH, so that the
+   get-pip stand-in bootstraps each new venv's pip with this environment's uv.
 Exit status is ansible-test's.
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -43,6 +45,10 @@ def install_get_pip_shim() -> Path:
     return target
 
 
+def with_own_bin_first() -> dict:
+    return dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+
+
 COMMANDS = {"sanity": [], "units": ["--requirements"]}
 
 
@@ -60,7 +66,7 @@ def main(argv: list) -> int:
     command = [ansible_test, test, "--venv", "--python", python, "--color", "no", *COMMANDS[test], *options]
     print("+", " ".join(command), flush=True)
     try:
-        return subprocess.call(command, cwd=collection)
+        return subprocess.call(command, cwd=collection, env=with_own_bin_first())
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
