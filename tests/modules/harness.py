@@ -39,8 +39,10 @@ class Case:
 def play(tmp: Path, fleet: Optional[LiveFleet], tasks: Sequence[Tuple[str, Dict[str, Any]]],
          hosts: Optional[List[str]] = None, check: bool = False, diff: bool = False,
          extra_vars: Optional[Dict[str, Any]] = None, env: Optional[Dict[str, str]] = None,
-         windows: Optional[Dict[str, str]] = None, urls: Optional[Dict[str, str]] = None) -> Run:
-    """Run `tasks` (name, task) on simulated VMs; every task is registered and may fail.
+         windows: Optional[Dict[str, str]] = None, urls: Optional[Dict[str, str]] = None,
+         results: bool = True) -> Run:
+    """Run `tasks` (name, task) on simulated VMs; every task is registered and may fail. With results=False no
+    task writes them (a test that reads only what the run left elsewhere saves a module call).
 
     `windows` adds hosts (inventory name -> simulated VM) that connect through the Windows test double,
     with their disks under tmp/windows/<name>. `urls` (inventory name -> IMDS URL) replaces the fleet's hosts: VMs
@@ -59,7 +61,7 @@ def play(tmp: Path, fleet: Optional[LiveFleet], tasks: Sequence[Tuple[str, Dict[
     if windows:
         environment["ANSIBLE_CONNECTION_PLUGINS"] = str(WINDOWS_DOUBLE)
     return _run(tmp, inventory_hosts, {"all": tasks}, check=check, diff=diff, extra_vars=extra_vars,
-                env=environment)
+                env=environment, results=results)
 
 
 def play_cases(tmp: Path, cases: Dict[str, Case], env: Optional[Dict[str, str]] = None, check: bool = False) -> Run:
@@ -79,7 +81,7 @@ def play_cases(tmp: Path, cases: Dict[str, Case], env: Optional[Dict[str, str]] 
 def _run(tmp: Path, inventory_hosts: Dict[str, Dict[str, Any]],
          plays: Dict[str, Sequence[Tuple[str, Dict[str, Any]]]], groups: Optional[Dict[str, Any]] = None,
          check: bool = False, diff: bool = False, extra_vars: Optional[Dict[str, Any]] = None,
-         env: Optional[Dict[str, str]] = None) -> Run:
+         env: Optional[Dict[str, str]] = None, results: bool = True) -> Run:
     """One ansible-playbook run: a play per host pattern, then every host's registered results written at once."""
     out = tmp / "results"
     out.mkdir(exist_ok=True)
@@ -100,9 +102,9 @@ def _run(tmp: Path, inventory_hosts: Dict[str, Dict[str, Any]],
                    "{%% set ns.out = ns.out | combine({h: %s}) %%}{%% endfor %%}{{ ns.out | to_json }}" % per_host,
         "dest": str(out / "results.json")}, "check_mode": False, "diff": False,
         "delegate_to": "localhost", "run_once": True}
-    if len(plays) == 1:
+    if results and len(plays) == 1:
         playbook[0]["tasks"].append(dump)
-    else:
+    elif results:
         playbook.append({"hosts": "all", "gather_facts": False, "tasks": [dump]})
     (tmp / "playbook.json").write_text(json.dumps(playbook))
     command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp / "inventory.json"),
@@ -118,8 +120,8 @@ def _run(tmp: Path, inventory_hosts: Dict[str, Dict[str, Any]],
                        **(env or {}))
     proc = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=300)
     written = out / "results.json"
-    results = json.loads(written.read_text()) if written.exists() else {}
-    return Run(proc.returncode, results, proc.stdout, proc.stderr)
+    registered = json.loads(written.read_text()) if written.exists() else {}
+    return Run(proc.returncode, registered, proc.stdout, proc.stderr)
 
 
 def _var(name: str) -> str:
