@@ -38,6 +38,11 @@ def serve(scenario: sc.Scenario, simulate_impact: bool = True, fleet: Optional[F
         server.server_close()
 
 
+def own_fleet(scenario: sc.Scenario) -> FleetSpec:
+    """The fleet a scenario names (the spot eviction's and the scale-in's are scale sets), not the default set."""
+    return spec_from_fields(scenario.fleet)
+
+
 def inject(simulator: Simulator, spec: dict) -> str:
     """Add one event to the running simulator now; its EventId."""
     with simulator.lock:

@@ -15,7 +15,7 @@ import pytest
 
 from ansible_collections.azure_imds.scheduled_events.plugins.modules import scheduled_events_info
 
-from ...simulated_imds import QUIET, FleetSpec, Simulator, fault, inject, sc, serve, spec_from_fields
+from ...simulated_imds import QUIET, FleetSpec, Simulator, fault, inject, own_fleet, sc, serve
 from .module_runner import run
 
 VM = "avset-web-vm0"
@@ -113,8 +113,7 @@ def read_vms(vms: List[str], listed: List[str]) -> List[str]:
 def test_every_scenarios_event_is_read_as_served_and_named_by_the_compute_metadata() -> None:
     with ExitStack() as stack:
         sims = {scenario: stack.enter_context(serving(due_at_once(scenario), simulate_impact=False,
-                                                      fleet=spec_from_fields(sc.load(scenario).fleet),
-                                                      time_scale=expected[3]))
+                                                      fleet=own_fleet(sc.load(scenario)), time_scale=expected[3]))
                 for scenario, expected in SCENARIO_EXPECTATIONS.items()}
         truths = {scenario: first_event(sim) for scenario, sim in sims.items()}
         read = {scenario: read_vms([v.name for v in sim.engine.fleet.vms], truths[scenario]["resources"])
