@@ -1,5 +1,7 @@
 """scheduled_events_approve's main(), on the simulator over real HTTP: `changed` only when a POST is (or in
-check mode would be) sent; what was planned is checked before anything is sent; ids go back as served."""
+check mode would be) sent; what was planned, the VM's place in Resources, the ids and the document's incarnation are
+checked before anything is sent; ids go back as served. One real ansible-playbook run per behaviour is
+tests/modules/test_modules.py's."""
 from __future__ import annotations
 
 from typing import Any, Dict
@@ -46,8 +48,34 @@ def test_one_post_starts_the_event_and_is_the_only_change(sim: Simulator, reboot
 
 def test_an_event_that_does_not_list_this_vm_is_refused_and_nothing_is_sent(sim: Simulator, reboot: str) -> None:
     result = approve(sim, OUTSIDE, event_ids=[reboot])
-    assert result["failed"] and result["changed"] is False and OUTSIDE in result["msg"]
+    assert result["failed"] and result["changed"] is False
+    assert result["refused"] == [reboot] and result["approved"] == []
+    assert f"does not list this VM ({OUTSIDE}) in Resources" in result["msg"]
     assert sim.engine.approvals == [] and status(sim, reboot) == "Scheduled"
+
+
+def test_force_sends_an_event_that_does_not_list_this_vm(sim: Simulator, reboot: str) -> None:
+    result = approve(sim, OUTSIDE, event_ids=[reboot], force=True)
+    assert result["changed"] is True and result["approved"] == [reboot]
+    (entry,) = sim.engine.approvals
+    assert entry["vm"] == OUTSIDE and entry["in_resources"] == {reboot: False}
+
+
+def test_a_document_that_moved_on_or_a_missing_id_sends_nothing(sim: Simulator, reboot: str) -> None:
+    ghost = "00000000-0000-0000-0000-000000000000"
+    moved = approve(sim, event_ids=[reboot], expected_incarnation=999)
+    assert moved["failed"] and "the document moved on" in moved["msg"]
+    missing = approve(sim, event_ids=[reboot, ghost])
+    assert missing["failed"] and missing["missing"] == [ghost] and "nothing was approved" in missing["msg"]
+    assert sim.engine.approvals == [] and status(sim, reboot) == "Scheduled"
+
+
+def test_missing_ignore_approves_the_rest_and_waits_for_its_start(sim: Simulator, reboot: str) -> None:
+    ghost = "00000000-0000-0000-0000-000000000000"
+    result = approve(sim, event_ids=[reboot, ghost], missing="ignore", wait_for_start=True, wait_timeout=10,
+                     poll_interval=0.2)
+    assert result["approved"] == [reboot] and result["started"] == [reboot]
+    assert len(sim.engine.approvals) == 1
 
 
 def test_an_event_changed_since_the_plan_is_stale_and_not_sent(sim: Simulator, reboot: str) -> None:
@@ -60,6 +88,7 @@ def test_an_event_changed_since_the_plan_is_stale_and_not_sent(sim: Simulator, r
 @pytest.mark.parametrize("args, fragment", [
     ({}, "one of the following is required"),
     ({"event_ids": ["x"], "events": [{"event_id": "x"}]}, "mutually exclusive"),
+    ({"event_ids": [""]}, "event id '' is empty or not text."),
     ({"event_ids": ["x"], "lock_path": "/tmp/l"}, "Unsupported parameters"),  # the lock is scheduled_events_lock's
 ])
 def test_bad_requests_fail_in_one_sentence_and_send_nothing(sim: Simulator, args: Dict[str, Any],
