@@ -5,7 +5,8 @@ session's staged copy), the inventory is the README's, and each command runs thr
 would type it. The only changes are where things live: the clone is a copy of this work tree, the
 cron line's directory, log and ansible-playbook path are temporary, and `host_vars/` beside the
 inventory points each VM at its simulated IMDS root over a local connection (Ansible reads host_vars
-next to an inventory).
+next to an inventory). The install lines run once for both quick starts (one clone, one tarball installed), each
+quick start then in a home of its own.
 """
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ BIN = Path(sys.executable).parent
 CRON_DIR = "/etc/ansible/maintenance"
 CRON_LOG = "/var/log/azure-maintenance.log"
 CRON_PLAYBOOK = "/usr/local/bin/ansible-playbook"  # cron's PATH finds no venv: the line gives a full path
+
+pytestmark = pytest.mark.xdist_group("readme-quickstart")  # one worker installs once for both tests
 
 
 def section(title: str) -> str:
@@ -62,23 +65,37 @@ def run(command: str, cwd: Path, env: Dict[str, str]) -> subprocess.CompletedPro
     return subprocess.run(["bash", "-ec", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
-@pytest.fixture
-def user_env(tmp_path: Path) -> Dict[str, str]:
-    """A user's shell: the venv's tools on PATH, a home of their own, collections installed under it."""
-    home = tmp_path / "home"
-    home.mkdir()
+def shell_env(home: Path, tmp_path: Path, collections: Path) -> Dict[str, str]:
+    """A user's shell: the venv's tools on PATH, a home of their own, collections installed in `collections`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_COLLECTIONS_PATH")}
     env.update(HOME=str(home), PATH=f"{BIN}{os.pathsep}{env['PATH']}", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=str(home / ".ansible" / "collections"),
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"))
+               ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"))
     return env
 
 
-def install_as_the_readme_says(tmp_path: Path, env: Dict[str, str]) -> None:
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The README's install lines, run once: the clone (ROOT/scheduled_events) and the collection installed from
+    its tarball under ROOT/home/.ansible/collections. Returns ROOT."""
+    root = tmp_path_factory.mktemp("readme-install")
+    (root / "home").mkdir()
+    install_as_the_readme_says(root, shell_env(root / "home", root, root / "home" / ".ansible" / "collections"))
+    return root
+
+
+@pytest.fixture
+def user_env(tmp_path: Path, installed: Path) -> Dict[str, str]:
+    """The shell of a user who ran the install lines: a home of their own (state, locks, VM memory), the installed
+    collection."""
+    (tmp_path / "home").mkdir()
+    return shell_env(tmp_path / "home", tmp_path, installed / "home" / ".ansible" / "collections")
+
+
+def install_as_the_readme_says(root: Path, env: Dict[str, str]) -> None:
     (install,) = shell_blocks(section("Install"))[:1]
     clone, *rest = [line for line in install.splitlines() if line.strip()]
     assert clone.startswith("git clone ") and clone.endswith("&& cd scheduled_events")
-    source = tmp_path / "scheduled_events"  # the clone: this work tree, without venvs and caches
+    source = root / "scheduled_events"  # the clone: this work tree, without venvs and caches
     shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".git", ".venv*", "__pycache__", "*_cache",
                                                                  ".hypothesis", "build"))
     done = run("\n".join(rest), source, env)
@@ -88,7 +105,6 @@ def install_as_the_readme_says(tmp_path: Path, env: Dict[str, str]) -> None:
 
 
 def test_the_readme_quick_start_runs_against_simulated_vms(tmp_path: Path, user_env: Dict[str, str]) -> None:
-    install_as_the_readme_says(tmp_path, user_env)
     steps, cron = shell_blocks(section("Quick start"))[:2]
     site = tmp_path / "site"  # stands for the cron line's directory
     site.mkdir()
@@ -169,12 +185,11 @@ def simulator_record(url: str, name: str) -> List[Dict[str, Any]]:
         return json.loads(answer.read())[name]
 
 
-def test_the_readme_quick_start_runs_as_written_against_the_rehearsal_fleet(tmp_path: Path,
+def test_the_readme_quick_start_runs_as_written_against_the_rehearsal_fleet(tmp_path: Path, installed: Path,
                                                                            user_env: Dict[str, str]) -> None:
     """The rehearsal's folder holds all a quick start needs: steps 1 to 3 run there as written, each VM on its own
     state file, and what they capture is a history marked simulated."""
-    install_as_the_readme_says(tmp_path, user_env)
-    clone = tmp_path / "scheduled_events"
+    clone = installed / "scheduled_events"  # only this test writes in it (rehearsal/, the .venv link)
     user_env = {k: v for k, v in user_env.items() if k != "ANSIBLE_CONFIG"}  # the rehearsal's ansible.cfg, as a user's
     serve, _cd = rehearsal_block()
     steps, cron = shell_blocks(section("Quick start"))[:2]

@@ -1,13 +1,15 @@
-"""`make demo`: a 6-VM availability set through platform maintenance, driven by the real cycle playbook on a schedule.
+"""`make demo`: a 6-VM availability set through platform maintenance, driven by the real cycle playbook.
 
-Times one quiet cycle of this machine first, and picks the time scale from it (FASTEST_SCALE on an idle
-machine, down to SLOWEST_SCALE on a loaded one: a 15-minute notice must outlast a few cycles, or the events come
-and go between two of them). Then starts the IMDS simulator (3 fault domains, platform maintenance) and
-runs `ansible-playbook azure_imds.scheduled_events.cycle` against it every PERIOD_S wall seconds,
-as cron would (a run that overruns the period is followed at once), with the marker_file example
-prepare/recover tasks and the history callback enabled, until the maintenance is over and every
-VM recovered; then prints what happened, from the simulator's ground truth and the example
-tasks' audit log. The captured history is left at HISTORY.
+Starts the IMDS simulator (6 VMs in 3 fault domains) and runs `ansible-playbook azure_imds.scheduled_events.cycle`
+against it, with the marker_file example prepare/recover tasks and the history callback enabled. The first cycle,
+before any event, is timed: it picks the time scale (FASTEST_SCALE on an idle machine, down to SLOWEST_SCALE on a
+loaded one: a 15-minute notice must outlast a few cycles, or events start at NotBefore before a cycle approves them).
+Then the platform maintenance starts, and a cycle runs whenever the simulator has news for the VMs (an event
+scheduled, started or gone) or a cycle still has work (an event to approve, a VM to recover), as the event-driven
+path runs it: so the number of cycles follows the walk, not the machine's load (on a fixed wall-clock period, the
+slower clock a loaded machine needs meant more cycles, most of them finding nothing new). It stops
+when the maintenance is over and every VM recovered, then prints what happened, from the simulator's ground truth
+and the example tasks' audit log. The captured history is left at HISTORY.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -32,7 +34,7 @@ from tools.stage_collection import stage  # noqa: E402
 FASTEST_SCALE = 30.0   # an idle machine: the walk takes under three minutes
 SLOWEST_SCALE = 10.0   # a loaded one (quiet cycles of 24 s or more): 90 s of notice, about six minutes
 NOTICE_IN_CYCLES = 240.0  # wall seconds of a quiet cycle that a 15-minute notice lasts, over the scale
-PERIOD_S = 5.0      # wall seconds from one cycle's start to the next: 2.5 simulated minutes at time scale 30
+NEWS_POLL_S = 0.2   # wall seconds between two looks at the simulator (in this process: a dictionary, no request)
 DEADLINE_S = 480.0  # wall seconds at time scale 30 (longer at a slower scale)
 WORK = REPO / "build" / "demo"
 LOG = WORK / "cycles.log"  # every run's output, one after the other
@@ -180,70 +182,102 @@ def _span(low: Any, high: Any) -> str:
 def over(sim: Simulator, work: Path = WORK) -> bool:
     """The scenario has nothing left to do, its events are gone, and every VM a cycle prepared for one ran its
     recover (an event that came and went between two cycles drained nothing)."""
+    events = event_summaries(sim)
     with sim.lock:
-        sim.engine.advance_to(sim.clock.now())
-        events = sim.engine.event_summaries()
         pending = sim.engine.next_change() is not None
     return (bool(events) and not pending and all(ev["status"] == "Removed" for ev in events)
             and not left_drained(audit(work)))
 
 
-def run_on_schedule(command: List[str], env: Dict[str, str], sim: Simulator) -> List[int]:
-    """The cycle every PERIOD_S wall seconds (start to start, as cron), until over() or the deadline (DEADLINE_S at
-    time scale 30, longer at a slower one); each run's exit code."""
-    runs: List[int] = []
+def event_summaries(sim: Simulator) -> List[Dict[str, Any]]:
+    """The simulator's ground truth now: every event so far, with its status."""
+    with sim.lock:
+        sim.engine.advance_to(sim.clock.now())
+        return sim.engine.event_summaries()
+
+
+def statuses(events: List[Dict[str, Any]]) -> Dict[str, str]:
+    return {ev["event_id"]: ev["status"] for ev in events}
+
+
+def reason_to_cycle(seen: Dict[str, str], events: List[Dict[str, Any]], actions: List[Dict[str, Any]]) -> str:
+    """Why a cycle should run now ("" if none would find anything to do): news since the last cycle began (`seen`:
+    each event's status then), else work a cycle left (an event nobody approved yet, whose approval may have waited
+    for the fault domain a VM was being recovered in; a VM still drained for an event that is gone). Judged from
+    when the last cycle began, not ended: what changed while it ran may have come after its read."""
+    news = []
+    for ev in events:
+        short, status = ev["event_id"][:8], "gone" if ev["status"] == "Removed" else ev["status"]
+        if ev["event_id"] not in seen:
+            news.append(f"{ev['event_type']} {short} for FD {ev['fault_domains'][0]} {status}")
+        elif seen[ev["event_id"]] != ev["status"]:
+            news.append(f"{short} {status}")
+    if news:
+        return "news: " + ", ".join(news)
+    unapproved = [ev["event_id"][:8] for ev in events if ev["status"] == "Scheduled" and not ev["approved_by"]]
+    if unapproved:
+        return f"{', '.join(unapproved)} still to approve"
+    gone = {ev["event_id"] for ev in events if ev["status"] == "Removed"}
+    drained = sorted(host for host, event_id in left_drained(actions) if event_id in gone)
+    return f"{', '.join(drained)} still to recover" if drained else ""
+
+
+def run_on_news(command: List[str], env: Dict[str, str], sim: Simulator, runs: List[int]) -> List[int]:
+    """A cycle whenever reason_to_cycle() gives one, until over() or the deadline (DEADLINE_S at time scale 30,
+    longer at a slower one); each run's exit code, after those already in `runs`."""
     deadline = time.monotonic() + DEADLINE_S * FASTEST_SCALE / sim.engine.time_scale
-    with open(LOG, "w") as log:
-        while time.monotonic() < deadline:
-            started = time.monotonic()
-            log.write(f"\n=== cycle {len(runs) + 1}, {datetime.now(timezone.utc):%H:%M:%S} UTC\n")
-            log.flush()
-            runs.append(subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=WORK,
-                                       check=False).returncode)
-            print(f"  cycle {len(runs)}: exit {runs[-1]}, {time.monotonic() - started:.0f} s", flush=True)
-            if over(sim):
-                break
-            time.sleep(max(0.0, started + PERIOD_S - time.monotonic()))
+    seen: Dict[str, str] = {}
+    while time.monotonic() < deadline and not over(sim):
+        events = event_summaries(sim)
+        why = reason_to_cycle(seen, events, audit())
+        if not why:
+            time.sleep(NEWS_POLL_S)
+            continue
+        seen = statuses(events)
+        runs.append(run_cycle(command, env, why, len(runs) + 1)[0])
     return runs
 
 
-def simulator(scenario: Any, time_scale: float) -> Simulator:
+def run_cycle(command: List[str], env: Dict[str, str], why: str, number: int) -> Tuple[int, float]:
+    """One cycle, its output appended to LOG; its exit code and wall seconds."""
+    started = time.monotonic()
+    with open(LOG, "a") as log:
+        log.write(f"\n=== cycle {number} ({why}), {datetime.now(timezone.utc):%H:%M:%S} UTC\n")
+        log.flush()
+        code = subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=WORK,
+                              check=False).returncode
+    took = time.monotonic() - started
+    print(f"  cycle {number} ({why}): exit {code}, {took:.0f} s", flush=True)
+    return code, took
+
+
+def engine(scenario: Any, time_scale: float) -> Engine:
     fleet = build_fleet(FleetSpec(kind="availability_set", name="avset-web", vms=6, fault_domains=3))
-    return Simulator(Engine(fleet, scenario, datetime.now(timezone.utc), time_scale=time_scale, seed=11),
-                     ServerOptions(rate_limit=5.0), scenario_name="platform-maintenance" if scenario else "quiet")
-
-
-def quiet_cycle_seconds(env: Dict[str, str]) -> float:
-    """One cycle over the same VMs with no event yet: how long this machine takes, now."""
-    sim = simulator(None, FASTEST_SCALE)
-    server, _thread = serve_in_thread(sim)
-    try:
-        started = time.monotonic()
-        quiet_env = {k: v for k, v in env.items() if k != "ANSIBLE_CALLBACKS_ENABLED"}  # not the demo's history
-        subprocess.run(cycle_command(write_inventory(sim), FASTEST_SCALE), env=quiet_env, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, cwd=WORK, check=False)
-        return time.monotonic() - started
-    finally:
-        server.shutdown()
+    return Engine(fleet, scenario, datetime.now(timezone.utc), time_scale=time_scale, seed=11)
 
 
 def main() -> int:
     env = prepare_work()
-    print("Timing one quiet cycle of this machine, to pick the time scale ...", flush=True)
-    quiet_s = quiet_cycle_seconds(env)
-    time_scale = time_scale_for(quiet_s)
-    write_sidecar(time_scale)
-    sim = simulator(sc.load("platform-maintenance"), time_scale)
+    sim = Simulator(engine(None, FASTEST_SCALE), ServerOptions(rate_limit=5.0), scenario_name="quiet")
     server, _thread = serve_in_thread(sim)
-    inventory = write_inventory(sim)
-    started = time.time()
-    print(f"Simulated IMDS at {sim.base_url}: availability set avset-web, 6 VMs in 3 fault domains, "
-          f"platform maintenance at time scale {time_scale:g} (a quiet cycle took {quiet_s:.0f} s here).")
-    command = cycle_command(inventory, time_scale)
-    print(f"Running: {' '.join(command[1:4])} ... every {PERIOD_S:g} s ({PERIOD_S * time_scale / 60:g} simulated "
-          f"minutes), as cron would, until the maintenance is over and every VM recovered", flush=True)
     try:
-        return report(sim, started, run_on_schedule(command, env, sim))
+        inventory = write_inventory(sim)
+        print(f"Simulated IMDS at {sim.base_url}: availability set avset-web, 6 VMs in 3 fault domains. The first "
+              f"cycle, before any event, is timed to pick the time scale ...", flush=True)
+        LOG.write_text("")
+        code, quiet_s = run_cycle(cycle_command(inventory, FASTEST_SCALE), env, "a first look: no event yet", 1)
+        time_scale = time_scale_for(quiet_s)
+        write_sidecar(time_scale)
+        with sim.lock:  # the same VMs' IMDS roots, now serving the maintenance at this machine's scale
+            sim.engine, sim.scenario_name = engine(sc.load("platform-maintenance"), time_scale), "platform-maintenance"
+        started = time.time()
+        print(f"Platform maintenance at time scale {time_scale:g} (1 s here = {time_scale / 60:.1f} simulated "
+              f"minutes: a 15-minute notice lasts {900 / time_scale:.0f} s).")
+        command = cycle_command(inventory, time_scale)
+        print(f"Running: {' '.join(command[1:4])} ... whenever the VMs' Scheduled Events change (an event scheduled, "
+              f"started or gone) or a cycle has work left, as the event-driven path runs it, until the maintenance is "
+              f"over and every VM recovered", flush=True)
+        return report(sim, started, run_on_news(command, env, sim, [code]))
     finally:
         server.shutdown()
 

@@ -4,7 +4,8 @@ The stand-in is the page's own second command (`imds_simulator serve --mock-serv
 8080: a test double for Azure-Samples/scheduled-events-mock-server, which this machine cannot fetch, checked against
 what that project publishes (its README: `/metadata/scheduledevents` GET and POST, the resource `vmss_vm1`) and what
 a client sees of it (no compute metadata, lower-case EventIds, ISO 8601 NotBefore). The inventory and the tasks
-files are the page's, the cycle command is the page's, run through bash; only the URL points at the stand-in.
+files are the page's, the cycle command is the page's, run through bash; only the URL points at the stand-in, and
+its clock runs slower than the page's (a test never races the simulator's clock: see start_stand_in).
 """
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ pytestmark = pytest.mark.live
 REPO = Path(__file__).resolve().parents[2]
 PAGE = (REPO / "docs" / "guide" / "rehearse-with-microsofts-mock.md").read_text()
 BIN = Path(sys.executable).parent
+PAGE_SCALE, SCALE = "--time-scale 10 ", "--time-scale 4 "  # the page's 90 s of notice for a user; 225 s here
+STARTED_FOR_S = 300  # the user-reboot scenario's longest Started phase, in simulated seconds
 
 
 def blocks(language: str) -> List[str]:
@@ -56,7 +59,11 @@ def test_the_rehearsal_page_runs_as_written_against_the_stand_in(tmp_path: Path)
     env = dict(os.environ, HOME=str(tmp_path / "home"), PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
                ANSIBLE_NOCOLOR="1", ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"))
     def start_stand_in() -> "subprocess.Popen[str]":
-        started = subprocess.Popen(["bash", "-ec", "exec " + stand_in.strip().replace("--port 8080", f"--port {port}")],
+        """The page's command on a free port and a slower clock: its reboot's 15 minutes of notice last 225 s here,
+        where a loaded machine's cycle may take more than the page's 90 s (its own scale is the page's, above)."""
+        assert PAGE_SCALE in stand_in
+        command = stand_in.strip().replace("--port 8080", f"--port {port}").replace(PAGE_SCALE, SCALE)
+        started = subprocess.Popen(["bash", "-ec", "exec " + command],
                                    cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         assert "ready at" in (started.stdout.readline() if started.stdout else ""), "the stand-in did not start"
         return started
@@ -72,8 +79,9 @@ def test_the_rehearsal_page_runs_as_written_against_the_stand_in(tmp_path: Path)
                                timeout=300)
         approvals: List[Dict[str, Any]] = control(url, "approvals")
         events = control(url, "events")
-        wait_for(lambda: all(e["status"] == "Removed" for e in control(url, "events")), 60,
-                 "the approved reboot to run and leave the document")
+        wait_for(lambda: all(e["status"] == "Removed" for e in control(url, "events")),
+                 STARTED_FOR_S / float(SCALE.split()[1]) + 60, "the approved reboot to run and leave the document",
+                 interval=1)
         second = subprocess.run(["bash", "-ec", cycle], cwd=tmp_path, env=env, capture_output=True, text=True,
                                 timeout=300)
         # "start the stand-in again for another try": a new run, a new EventId, prepared and approved again (one
