@@ -16,20 +16,20 @@ import sys
 from pathlib import Path
 from typing import Dict, List
 
+import pytest
 import yaml
 
 from imds_simulator.fleet import FleetSpec
 from tests.eda.rulebook_setup import free_port, listening
 from tests.live_fleet import LiveFleet
 from tests.test_readme_quickstart import (CRON_DIR, install_as_the_readme_says, run, section, shell_blocks,
-                                         user_env, user_task_files)
+                                         shell_env, user_task_files)
 from tests.timing import wait_for
 from tools.relay_fleet import kill_tree
 
 REPO = Path(__file__).resolve().parent.parent.parent
 CONTROLLER = "controller.example"
 PORT = "5081"
-__all__ = ["user_env"]  # the quick start's user, a fixture of this module too
 
 
 def trial_command() -> str:
@@ -62,6 +62,15 @@ def start_relay(command: str, vm: str, root: Path, env: Dict[str, str], log: Pat
     assert line != command
     return subprocess.Popen(["bash", "-ec", line], env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
                             start_new_session=True)
+
+
+@pytest.fixture
+def user_env(tmp_path: Path) -> Dict[str, str]:
+    """A user of their own, who runs the install lines in this test (the quick start's shared install is another
+    home's): the collection goes under this home."""
+    home = tmp_path / "home"
+    home.mkdir()
+    return shell_env(home, tmp_path, home / ".ansible" / "collections")
 
 
 def test_the_readme_event_driven_recipe_prepares_and_approves_on_simulated_vms(
